@@ -1,0 +1,54 @@
+// lagsight: a Prometheus exporter that tells whether a Flink job reading Kafka is really
+// behind, or only looks behind because of how Flink commits offsets.
+//
+// This file only turns flags into app::Options; everything else lives in lib/.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "app/app.h"
+#include "app/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App cli{"lagsight: Kafka and Flink consumer lag, joined, for Prometheus."};
+  lagsight::app::Options options;
+  bool check_only = false;
+  bool print_version = false;
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+  cli.add_option("--config.file", options.config_file, "Path to the YAML configuration file.");
+  cli.add_option("--web.listen-address", options.listen_address,
+                 "Address to serve /metrics on, [host]:port.")
+      ->capture_default_str();
+  cli.add_flag("--config.check", check_only, "Validate the configuration file and exit.");
+  cli.add_option("--log.level", log_level, "debug, info, warn or error.")->capture_default_str();
+  cli.add_option("--log.format", log_format, "logfmt or json.")->capture_default_str();
+  cli.add_flag("--version", print_version, "Print the version and exit.");
+  CLI11_PARSE(cli, argc, argv);
+
+  if (print_version) {
+    std::printf("lagsight %s (revision %s)\n", lagsight::app::kVersion, lagsight::app::kRevision);
+    return 0;
+  }
+  if (const auto error = lagsight::app::ConfigureLogging(log_level, log_format)) {
+    std::fprintf(stderr, "lagsight: %s\n", error->message.c_str());
+    return 2;
+  }
+  if (options.config_file.empty()) {
+    std::fprintf(stderr,
+                 "lagsight: --config.file is required (see config/lagsight.example.yaml)\n");
+    return 2;
+  }
+  if (check_only) {
+    const auto config = lagsight::app::LoadAndValidateConfig(options.config_file);
+    if (!config) {
+      std::fprintf(stderr, "%s\n", config.error().message.c_str());
+      return 1;
+    }
+    std::printf("%s: valid, %zu kafka cluster(s)\n", options.config_file.c_str(),
+                config->kafka.size());
+    return 0;
+  }
+  return lagsight::app::Run(options);
+}

@@ -1,0 +1,356 @@
+#include "app/app.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "analysis/kafka_lag.h"
+#include "http/listen_address.h"
+#include "http/server.h"
+#include "kafka/collector.h"
+#include "kafka/rdkafka_admin.h"
+#include "metrics/kafka_metrics.h"
+#include "metrics/process_metrics.h"
+
+namespace lagsight::app {
+
+const char* const kVersion = LAGSIGHT_VERSION;
+const char* const kRevision = LAGSIGHT_REVISION;
+
+namespace {
+
+namespace asio = boost::asio;
+using SteadyClock = std::chrono::steady_clock;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{path + ": cannot read the configuration file"};
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Parses the text and creates every cluster's client, which is where librdkafka checks the
+// properties; returns the clients so a reload can use them.
+struct ValidatedConfig {
+  config::Config config;
+  std::map<std::string, std::unique_ptr<kafka::RdKafkaAdmin>> admins;
+};
+
+Result<ValidatedConfig> Validate(const std::string& text, const std::string& path) {
+  auto parsed = config::ParseConfig(text, path, config::ProcessEnvironment());
+  if (!parsed) return parsed.error();
+  ValidatedConfig validated{std::move(parsed).value(), {}};
+  for (const config::KafkaClusterConfig& cluster : validated.config.kafka) {
+    auto admin = kafka::RdKafkaAdmin::Create(cluster);
+    if (!admin) return Error{path + ": " + admin.error().message};
+    validated.admins[cluster.name] = std::move(admin).value();
+  }
+  return validated;
+}
+
+class Daemon {
+ public:
+  Daemon(Options options, asio::ip::tcp::endpoint listen_endpoint)
+      : options_(std::move(options)),
+        listen_endpoint_(listen_endpoint),
+        workers_(4),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        server_(io_, http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
+                                     [this] { return Reload(); }}) {}
+
+  int Run(std::string config_text, ValidatedConfig initial) {
+    if (const auto error = server_.Listen(listen_endpoint_)) {
+      spdlog::error("{}", error->message);
+      return 1;
+    }
+    const auto bound = server_.local_endpoint();
+    spdlog::info("lagsight {} ({}) listening on {}:{}", kVersion, kRevision,
+                 bound.address().to_string(), bound.port());
+    Apply(std::move(config_text), std::move(initial));
+    WaitForSignal();
+    io_.run();
+    spdlog::info("waiting for polls in flight to finish");
+    workers_.join();
+    sources_.clear();
+    spdlog::info("stopped");
+    return 0;
+  }
+
+ private:
+  struct KafkaSource {
+    KafkaSource(asio::io_context& io, const config::KafkaClusterConfig& cluster_config,
+                std::unique_ptr<kafka::RdKafkaAdmin> admin)
+        : config(cluster_config),
+          collector(std::make_shared<kafka::Collector>(cluster_config, std::move(admin))),
+          timer(io) {}
+
+    config::KafkaClusterConfig config;
+    std::shared_ptr<kafka::Collector> collector;
+    asio::steady_timer timer;
+    bool polling = false;
+    bool polled_once = false;
+    metrics::PollStatus status;
+    std::string last_error;
+    std::size_t last_partial_errors = 0;
+    std::shared_ptr<const kafka::KafkaSnapshot> snapshot;  // null while the cluster is down
+    std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
+  };
+
+  void WaitForSignal() {
+    signals_.async_wait([this](const boost::system::error_code& error, int signal) {
+      if (error) return;
+      if (signal == SIGHUP) {
+        spdlog::info("SIGHUP: reloading {}", options_.config_file);
+        Reload();
+        WaitForSignal();
+        return;
+      }
+      spdlog::info("signal {}: shutting down", signal);
+      Shutdown();
+    });
+  }
+
+  void Shutdown() {
+    stopping_ = true;
+    server_.Stop();
+    for (auto& [name, source] : sources_) source->timer.cancel();
+    io_.stop();
+  }
+
+  // Replaces the running sources with those of `validated`; a cluster whose settings did not
+  // change keeps its client, connections and health counters.
+  void Apply(std::string config_text, ValidatedConfig validated) {
+    std::map<std::string, std::shared_ptr<KafkaSource>> next;
+    for (const config::KafkaClusterConfig& cluster : validated.config.kafka) {
+      const auto existing = sources_.find(cluster.name);
+      if (existing != sources_.end() && existing->second->config == cluster) {
+        next[cluster.name] = existing->second;
+        continue;
+      }
+      auto source =
+          std::make_shared<KafkaSource>(io_, cluster, std::move(validated.admins.at(cluster.name)));
+      next[cluster.name] = source;
+      StartPoll(source);
+    }
+    for (auto& [name, source] : sources_) {
+      if (next.contains(name) && next[name] == source) continue;
+      source->timer.cancel();
+      // Destroying a librdkafka client waits for its threads; keep that off the event loop.
+      asio::post(workers_, [retired = std::move(source->collector)] {});
+    }
+    // Clients created for unchanged clusters are not needed; close them off the event loop too.
+    asio::post(
+        workers_,
+        [unused = std::make_shared<decltype(validated.admins)>(std::move(validated.admins))] {});
+    sources_ = std::move(next);
+    loaded_config_text_ = std::move(config_text);
+    last_reload_successful_ = true;
+    last_reload_success_time_ = UnixNow();
+    RequestRender();
+  }
+
+  std::optional<std::string> Reload() {
+    auto text = ReadFile(options_.config_file);
+    std::optional<std::string> failure;
+    if (!text) {
+      failure = text.error().message;
+    } else if (*text == loaded_config_text_) {
+      spdlog::info("configuration unchanged; nothing to reload");
+      return std::nullopt;
+    } else if (auto validated = Validate(*text, options_.config_file)) {
+      Apply(std::move(text).value(), std::move(validated).value());
+      spdlog::info("configuration reloaded: {} kafka cluster(s)", sources_.size());
+      return std::nullopt;
+    } else {
+      failure = validated.error().message;
+    }
+    spdlog::error("configuration reload failed, keeping the running configuration: {}", *failure);
+    last_reload_successful_ = false;
+    RequestRender();
+    return failure;
+  }
+
+  void StartPoll(const std::shared_ptr<KafkaSource>& source) {
+    if (stopping_) return;
+    if (source->polling) {
+      spdlog::warn("kafka cluster \"{}\": the previous poll is still running; skipping this one",
+                   source->config.name);
+      ScheduleNextPoll(source, SteadyClock::now() + source->config.poll_interval);
+      return;
+    }
+    source->polling = true;
+    const auto started = SteadyClock::now();
+    asio::post(workers_, [this, source, collector = source->collector, started] {
+      auto polled = collector->Poll();
+      std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
+      std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
+      std::string error;
+      if (polled) {
+        snapshot = std::make_shared<const kafka::KafkaSnapshot>(std::move(polled).value());
+        lags = std::make_shared<const std::vector<analysis::GroupLag>>(
+            analysis::ComputeGroupLags(*snapshot));
+      } else {
+        error = polled.error().message;
+      }
+      const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+      asio::post(io_, [this, source, snapshot, lags, error, seconds, started] {
+        OnPollDone(source, snapshot, lags, error, seconds, started);
+      });
+    });
+  }
+
+  void OnPollDone(const std::shared_ptr<KafkaSource>& source,
+                  std::shared_ptr<const kafka::KafkaSnapshot> snapshot,
+                  std::shared_ptr<const std::vector<analysis::GroupLag>> lags,
+                  const std::string& error, double seconds, SteadyClock::time_point started) {
+    const std::string& name = source->config.name;
+    const bool was_up = source->status.up || !source->polled_once;
+    source->polling = false;
+    source->polled_once = true;
+    source->status.polls_total++;
+    source->status.last_duration_seconds = seconds;
+    if (snapshot) {
+      if (!source->status.up && source->status.polls_total > 1) {
+        spdlog::info("kafka cluster \"{}\": polled successfully again", name);
+      }
+      source->status.up = true;
+      source->status.last_success_unix_seconds = UnixNow();
+      if (snapshot->partial_errors.size() != source->last_partial_errors) {
+        for (const std::string& partial : snapshot->partial_errors) {
+          spdlog::warn("kafka cluster \"{}\": {}", name, partial);
+        }
+      }
+      source->last_partial_errors = snapshot->partial_errors.size();
+      spdlog::debug("kafka cluster \"{}\": polled {} groups in {:.3f}s", name,
+                    snapshot->groups.size(), seconds);
+      source->last_error.clear();
+    } else {
+      source->status.up = false;
+      source->status.poll_failures_total++;
+      // Log each new problem once at warn; the same failure repeating is visible in the metrics.
+      spdlog::log(
+          was_up || error != source->last_error ? spdlog::level::warn : spdlog::level::debug,
+          "kafka cluster \"{}\": poll failed: {}", name, error);
+      source->last_error = error;
+    }
+    source->snapshot = std::move(snapshot);
+    source->lags = std::move(lags);
+    const auto current = sources_.find(name);
+    if (current == sources_.end() || current->second != source) return;  // removed by a reload
+    ScheduleNextPoll(source, started + source->config.poll_interval);
+    RequestRender();
+  }
+
+  void ScheduleNextPoll(const std::shared_ptr<KafkaSource>& source, SteadyClock::time_point when) {
+    if (stopping_) return;
+    source->timer.expires_at(std::max(when, SteadyClock::now()));
+    source->timer.async_wait([this, source](const boost::system::error_code& error) {
+      if (!error) StartPoll(source);
+    });
+  }
+
+  // Renders the exposition on a worker from immutable inputs; a newer render always wins.
+  void RequestRender() {
+    struct Input {
+      std::string name;
+      metrics::PollStatus status;
+      std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
+      std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
+    };
+    std::vector<Input> inputs;
+    for (const auto& [name, source] : sources_) {
+      if (!source->polled_once) continue;  // nothing known yet: /readyz says so
+      inputs.push_back({name, source->status, source->snapshot, source->lags});
+    }
+    const std::uint64_t generation = ++render_generation_;
+    asio::post(
+        workers_, [this, inputs = std::move(inputs), generation,
+                   reload_ok = last_reload_successful_, reload_time = last_reload_success_time_] {
+          metrics::FamilyBuilder builder;
+          metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+          for (const Input& input : inputs) {
+            metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
+                                        input.lags.get(), builder);
+          }
+          auto text =
+              std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+          asio::post(io_, [this, text = std::move(text), generation] {
+            if (generation < published_generation_) return;
+            published_generation_ = generation;
+            exposition_ = text;
+          });
+        });
+  }
+
+  http::Readiness Readiness() const {
+    std::string waiting;
+    for (const auto& [name, source] : sources_) {
+      if (!source->polled_once) waiting += (waiting.empty() ? "" : ", ") + name;
+    }
+    if (sources_.empty()) return {false, "no sources configured"};
+    if (!waiting.empty())
+      return {false, "waiting for the first poll of kafka cluster(s) " + waiting};
+    return {true, ""};
+  }
+
+  Options options_;
+  asio::ip::tcp::endpoint listen_endpoint_;
+  asio::io_context io_;
+  asio::thread_pool workers_;  // joined in Run() before anything it uses is destroyed
+  asio::signal_set signals_;
+  http::Server server_;
+  std::map<std::string, std::shared_ptr<KafkaSource>> sources_;
+  std::string loaded_config_text_;
+  bool last_reload_successful_ = false;
+  double last_reload_success_time_ = 0;
+  bool stopping_ = false;
+  std::uint64_t render_generation_ = 0;
+  std::uint64_t published_generation_ = 0;
+  std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
+};
+
+}  // namespace
+
+Result<config::Config> LoadAndValidateConfig(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text) return text.error();
+  auto validated = Validate(*text, path);
+  if (!validated) return validated.error();
+  return std::move(validated).value().config;
+}
+
+int Run(const Options& options) {
+  auto endpoint = http::ParseListenAddress(options.listen_address);
+  if (!endpoint) {
+    spdlog::error("--web.listen-address: {}", endpoint.error().message);
+    return 2;
+  }
+  auto text = ReadFile(options.config_file);
+  if (!text) {
+    spdlog::error("{}", text.error().message);
+    return 1;
+  }
+  auto validated = Validate(*text, options.config_file);
+  if (!validated) {
+    spdlog::error("invalid configuration: {}", validated.error().message);
+    return 1;
+  }
+  Daemon daemon(options, *endpoint);
+  return daemon.Run(std::move(text).value(), std::move(validated).value());
+}
+
+}  // namespace lagsight::app

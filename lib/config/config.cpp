@@ -1,0 +1,308 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "config/duration.h"
+
+namespace lagsight::config {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Thrown inside this file only, turned into an Error at the ParseConfig boundary; keeps the
+// walking code readable without threading a Result through every helper.
+struct ConfigProblem {
+  std::string message;
+};
+
+// Walks the YAML tree, knows where it is (source, path) and how to phrase an error there.
+class Reader {
+ public:
+  Reader(std::string_view source, const EnvLookup& env) : source_(source), env_(env) {}
+
+  [[noreturn]] void Fail(const YAML::Node& node, const std::string& path,
+                         const std::string& what) const {
+    std::string where = std::string(source_);
+    const YAML::Mark mark = node.Mark();
+    if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
+    throw ConfigProblem{where + ": " + (path.empty() ? "" : path + ": ") + what};
+  }
+
+  // Rejects keys this version does not know: a typo must not silently disable a setting.
+  void RequireOnlyKeys(const YAML::Node& map, const std::string& path,
+                       std::initializer_list<std::string_view> known) const {
+    for (const auto& entry : map) {
+      const std::string key = entry.first.as<std::string>();
+      bool found = false;
+      for (std::string_view k : known) found = found || k == key;
+      if (!found) {
+        std::string list;
+        for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        Fail(entry.first, Join(path, key), "unknown key (known keys: " + list + ")");
+      }
+    }
+  }
+
+  void RequireMap(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsMap()) Fail(node, path, "must be a mapping of keys to values");
+  }
+
+  std::string String(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) Fail(node, path, "must be a string");
+    return ExpandEnvironment(node, path, node.Scalar());
+  }
+
+  std::vector<std::string> StringList(const YAML::Node& node, const std::string& path) const {
+    if (node.IsNull()) return {};
+    if (!node.IsSequence()) Fail(node, path, "must be a list of strings");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      out.push_back(String(node[i], path + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
+
+  milliseconds Duration(const YAML::Node& node, const std::string& path,
+                        milliseconds minimum) const {
+    auto parsed = ParseDuration(String(node, path));
+    if (!parsed) Fail(node, path, parsed.error().message);
+    if (*parsed < minimum) {
+      Fail(node, path,
+           "must be at least " + FormatDuration(minimum) + ", got \"" + node.Scalar() + "\"");
+    }
+    return *parsed;
+  }
+
+  int Integer(const YAML::Node& node, const std::string& path, int min, int max) const {
+    const std::string text = String(node, path);
+    std::size_t used = 0;
+    long value = 0;
+    try {
+      value = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || text.empty() || value < min || value > max) {
+      Fail(node, path,
+           "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
+               ", got \"" + text + "\"");
+    }
+    return static_cast<int>(value);
+  }
+
+  NameFilter Filter(const YAML::Node& node, const std::string& path) const {
+    RequireMap(node, path);
+    RequireOnlyKeys(node, path, {"allow", "deny"});
+    auto filter = NameFilter::Create(StringList(node["allow"], Join(path, "allow")),
+                                     StringList(node["deny"], Join(path, "deny")));
+    if (!filter) {
+      // The filter names the list and index ("deny[1]: ..."); point at that list's line.
+      const std::string& message = filter.error().message;
+      const bool in_deny = message.rfind("deny", 0) == 0;
+      Fail(node[in_deny ? "deny" : "allow"], path + "." + message.substr(0, message.find(':')),
+           message.substr(message.find(':') + 2));
+    }
+    return std::move(filter).value();
+  }
+
+  static std::string Join(const std::string& path, std::string_view key) {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+  }
+
+ private:
+  std::string ExpandEnvironment(const YAML::Node& node, const std::string& path,
+                                const std::string& text) const {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '$') {
+        out += text[i];
+        continue;
+      }
+      if (i + 1 < text.size() && text[i + 1] == '$') {
+        out += '$';
+        ++i;
+        continue;
+      }
+      if (i + 1 < text.size() && text[i + 1] == '{') {
+        const std::size_t close = text.find('}', i + 2);
+        if (close == std::string::npos)
+          Fail(node, path, "unterminated \"${\" (write \"$$\" for a literal \"$\")");
+        const std::string variable = text.substr(i + 2, close - i - 2);
+        const auto value = env_(variable);
+        if (!value) Fail(node, path, "environment variable \"" + variable + "\" is not set");
+        out += *value;
+        i = close;
+        continue;
+      }
+      out += '$';
+    }
+    return out;
+  }
+
+  std::string_view source_;
+  const EnvLookup& env_;
+};
+
+// Properties lagsight sets itself; letting users override them would break its promises
+// (it must never join or commit for a group it observes).
+const std::set<std::string, std::less<>> kReservedProperties = {
+    "bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store",
+    "isolation.level"};
+
+void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const std::string& path,
+                             const std::string& server) {
+  static const std::regex kHostPort(R"(^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$)");
+  std::smatch match;
+  if (!std::regex_match(server, match, kHostPort) || std::stoi(match[2].str()) == 0 ||
+      std::stoi(match[2].str()) > 65535) {
+    reader.Fail(node, path, "\"" + server + "\" is not host:port");
+  }
+}
+
+KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node,
+                                    const std::string& path) {
+  reader.RequireMap(node, path);
+  reader.RequireOnlyKeys(
+      node, path,
+      {"name", "bootstrap_servers", "properties", "poll_interval", "request_timeout",
+       "poll_timeout", "max_concurrent_requests", "groups", "topics"});
+  KafkaClusterConfig cluster;
+
+  if (!node["name"]) reader.Fail(node, path, "missing required key \"name\"");
+  cluster.name = reader.String(node["name"], path + ".name");
+  static const std::regex kName("^[A-Za-z0-9_.:-]+$");
+  if (!std::regex_match(cluster.name, kName)) {
+    reader.Fail(node["name"], path + ".name",
+                "\"" + cluster.name + "\" must be non-empty and use only letters, digits and _.:-");
+  }
+
+  const YAML::Node servers = node["bootstrap_servers"];
+  const std::string servers_path = path + ".bootstrap_servers";
+  if (!servers) reader.Fail(node, path, "missing required key \"bootstrap_servers\"");
+  if (servers.IsSequence()) {
+    cluster.bootstrap_servers = reader.StringList(servers, servers_path);
+  } else {
+    std::stringstream list(reader.String(servers, servers_path));
+    for (std::string item; std::getline(list, item, ',');) {
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      if (!item.empty()) cluster.bootstrap_servers.push_back(item);
+    }
+  }
+  if (cluster.bootstrap_servers.empty())
+    reader.Fail(servers, servers_path, "must name at least one host:port");
+  for (const std::string& server : cluster.bootstrap_servers) {
+    ValidateBootstrapServer(reader, servers, servers_path, server);
+  }
+
+  if (const YAML::Node props = node["properties"]) {
+    const std::string props_path = path + ".properties";
+    reader.RequireMap(props, props_path);
+    for (const auto& entry : props) {
+      const std::string key = entry.first.as<std::string>();
+      const std::string key_path = props_path + "." + key;
+      if (kReservedProperties.contains(key)) {
+        reader.Fail(entry.first, key_path,
+                    key == "bootstrap.servers" ? "set it with bootstrap_servers instead"
+                                               : "is set by lagsight and cannot be overridden");
+      }
+      cluster.properties[key] = reader.String(entry.second, key_path);
+    }
+  }
+
+  constexpr milliseconds kMinimumPeriod{100};
+  if (node["poll_interval"]) {
+    cluster.poll_interval =
+        reader.Duration(node["poll_interval"], path + ".poll_interval", kMinimumPeriod);
+  }
+  if (node["request_timeout"]) {
+    cluster.request_timeout =
+        reader.Duration(node["request_timeout"], path + ".request_timeout", kMinimumPeriod);
+  }
+  if (node["poll_timeout"]) {
+    cluster.poll_timeout =
+        reader.Duration(node["poll_timeout"], path + ".poll_timeout", kMinimumPeriod);
+  }
+  if (cluster.poll_timeout < cluster.request_timeout) {
+    reader.Fail(
+        node["poll_timeout"] ? node["poll_timeout"] : node, path + ".poll_timeout",
+        "must be at least request_timeout (" + FormatDuration(cluster.request_timeout) + ")");
+  }
+  if (node["max_concurrent_requests"]) {
+    cluster.max_concurrent_requests =
+        reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 1000);
+  }
+  if (node["groups"]) cluster.groups = reader.Filter(node["groups"], path + ".groups");
+  if (node["topics"]) cluster.topics = reader.Filter(node["topics"], path + ".topics");
+  return cluster;
+}
+
+Config ReadConfig(const Reader& reader, const YAML::Node& root) {
+  if (!root || root.IsNull()) {
+    reader.Fail(root, "",
+                "the configuration is empty; it needs at least one source under \"kafka\"");
+  }
+  reader.RequireMap(root, "");
+  reader.RequireOnlyKeys(root, "", {"kafka"});
+  Config config;
+  const YAML::Node kafka = root["kafka"];
+  if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
+    reader.Fail(kafka ? kafka : root, "kafka", "needs at least one cluster");
+  }
+  if (!kafka.IsSequence()) reader.Fail(kafka, "kafka", "must be a list of clusters");
+  std::map<std::string, int> first_line_of_name;
+  for (std::size_t i = 0; i < kafka.size(); ++i) {
+    const std::string path = "kafka[" + std::to_string(i) + "]";
+    KafkaClusterConfig cluster = ReadKafkaCluster(reader, kafka[i], path);
+    const int line = kafka[i]["name"].Mark().line + 1;
+    const auto [it, inserted] = first_line_of_name.emplace(cluster.name, line);
+    if (!inserted) {
+      reader.Fail(kafka[i]["name"], path + ".name",
+                  "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
+                      std::to_string(it->second) + ")");
+    }
+    config.kafka.push_back(std::move(cluster));
+  }
+  return config;
+}
+
+}  // namespace
+
+EnvLookup ProcessEnvironment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
+                           const EnvLookup& env) {
+  const Reader reader(source_name, env);
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml_text));
+    return ReadConfig(reader, root);
+  } catch (const ConfigProblem& problem) {
+    return Error{problem.message};
+  } catch (const YAML::Exception& e) {
+    std::string where(source_name);
+    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
+    return Error{where + ": invalid YAML: " + e.msg};
+  }
+}
+
+Result<Config> LoadConfigFile(const std::string& path, const EnvLookup& env) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{path + ": cannot read the configuration file"};
+  std::stringstream text;
+  text << file.rdbuf();
+  return ParseConfig(text.str(), path, env);
+}
+
+}  // namespace lagsight::config

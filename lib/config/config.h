@@ -1,0 +1,59 @@
+// The lagsight configuration: what to poll and how, read from strict YAML.
+//
+// Strict means every unknown key, wrong type, bad regular expression, missing or duplicate name
+// and nonsensical value is an error naming the file, the line, the key path and what is wrong:
+// an exporter that silently ignores a misspelt "grups:" filter exports the wrong thing for months.
+// "${VAR}" in any string value is replaced by the environment variable VAR (an unset variable is
+// an error), so secrets stay out of the file; "$$" is a literal "$".
+// Config values are plain data: copyable, comparable, safe to share once built.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "config/name_filter.h"
+
+namespace lagsight::config {
+
+struct KafkaClusterConfig {
+  std::string name;  // the kafka_cluster label
+  std::vector<std::string> bootstrap_servers;
+  // Passed to librdkafka as they are (SASL, TLS, ...), after lagsight's own defaults.
+  std::map<std::string, std::string> properties;
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
+  // Bound on every single request to the cluster.
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  // Bound on one whole poll (all requests of it); a poll that overruns reports up = 0.
+  std::chrono::milliseconds poll_timeout{std::chrono::seconds(60)};
+  // Groups whose offsets are fetched at the same time; bounds the load on the coordinators.
+  int max_concurrent_requests = 16;
+  NameFilter groups;
+  NameFilter topics;
+
+  friend bool operator==(const KafkaClusterConfig&, const KafkaClusterConfig&) = default;
+};
+
+struct Config {
+  std::vector<KafkaClusterConfig> kafka;
+
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+// Looks up an environment variable; a seam so tests need not touch the real environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnvironment();
+
+// Parses YAML text. `source_name` (usually the file path) starts every error message.
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
+                           const EnvLookup& env);
+
+// Reads and parses a file; the error says when the file cannot be read.
+Result<Config> LoadConfigFile(const std::string& path, const EnvLookup& env);
+
+}  // namespace lagsight::config

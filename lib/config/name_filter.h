@@ -1,0 +1,41 @@
+// NameFilter: allow/deny regular expressions over group or topic names.
+//
+// A name passes when it fully matches at least one allow pattern (or there are none) and no deny
+// pattern. Full match, as in Prometheus relabelling, so "orders" does not also select
+// "orders-dlq". Filters are applied before anything is fetched for a name. Immutable after
+// construction; safe to share between threads.
+#pragma once
+
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace lagsight::config {
+
+class NameFilter {
+ public:
+  NameFilter() = default;
+
+  // Compiles the patterns; the error names the first pattern that does not compile.
+  static Result<NameFilter> Create(std::vector<std::string> allow, std::vector<std::string> deny);
+
+  bool Accepts(std::string_view name) const;
+
+  const std::vector<std::string>& allow_patterns() const { return allow_patterns_; }
+  const std::vector<std::string>& deny_patterns() const { return deny_patterns_; }
+
+  friend bool operator==(const NameFilter& a, const NameFilter& b) {
+    return a.allow_patterns_ == b.allow_patterns_ && a.deny_patterns_ == b.deny_patterns_;
+  }
+
+ private:
+  std::vector<std::string> allow_patterns_;
+  std::vector<std::string> deny_patterns_;
+  std::vector<std::regex> allow_;
+  std::vector<std::regex> deny_;
+};
+
+}  // namespace lagsight::config

@@ -1,0 +1,94 @@
+#include "http/router.h"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+
+namespace lagsight::http {
+namespace {
+
+namespace beast_http = boost::beast::http;
+
+constexpr const char* kLandingPage = R"(<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>lagsight</title></head>
+<body>
+<h1>lagsight</h1>
+<p>Kafka and Flink consumer lag, joined: is the job really behind, or does Kafka only look that way?</p>
+<ul>
+<li><a href="metrics">/metrics</a> &mdash; Prometheus metrics</li>
+<li><a href="healthz">/healthz</a> &mdash; liveness</li>
+<li><a href="readyz">/readyz</a> &mdash; readiness (every source polled once)</li>
+</ul>
+</body>
+</html>
+)";
+
+Response MakeResponse(const Request& request, beast_http::status status, std::string content_type,
+                      std::string body) {
+  Response response(status, request.version());
+  response.set(beast_http::field::server, "lagsight");
+  response.set(beast_http::field::content_type, std::move(content_type));
+  response.keep_alive(request.keep_alive());
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+Response Text(const Request& request, beast_http::status status, std::string body) {
+  return MakeResponse(request, status, "text/plain; charset=utf-8", std::move(body) + "\n");
+}
+
+Response RouteBody(const Request& request, const Endpoints& endpoints) {
+  const std::string_view full_target(request.target().data(), request.target().size());
+  const std::string_view path = full_target.substr(0, full_target.find('?'));
+  const bool is_get =
+      request.method() == beast_http::verb::get || request.method() == beast_http::verb::head;
+
+  if (path == "/-/reload") {
+    if (request.method() != beast_http::verb::post) {
+      Response response = Text(request, beast_http::status::method_not_allowed, "use POST");
+      response.set(beast_http::field::allow, "POST");
+      return response;
+    }
+    if (const auto failure = endpoints.reload()) {
+      return Text(request, beast_http::status::internal_server_error, "reload failed: " + *failure);
+    }
+    return Text(request, beast_http::status::ok, "configuration reloaded");
+  }
+  if (path != "/" && path != "/metrics" && path != "/healthz" && path != "/readyz") {
+    return Text(request, beast_http::status::not_found, "not found; see /");
+  }
+  if (!is_get) {
+    Response response = Text(request, beast_http::status::method_not_allowed, "use GET");
+    response.set(beast_http::field::allow, "GET, HEAD");
+    return response;
+  }
+  if (path == "/") {
+    return MakeResponse(request, beast_http::status::ok, "text/html; charset=utf-8", kLandingPage);
+  }
+  if (path == "/healthz") return Text(request, beast_http::status::ok, "ok");
+  if (path == "/readyz") {
+    const Readiness readiness = endpoints.readiness();
+    return Text(request,
+                readiness.ready ? beast_http::status::ok : beast_http::status::service_unavailable,
+                readiness.ready ? "ready" : "not ready: " + readiness.detail);
+  }
+  const std::shared_ptr<const std::string> exposition = endpoints.exposition();
+  return MakeResponse(request, beast_http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                      exposition ? *exposition : std::string());
+}
+
+}  // namespace
+
+Response Route(const Request& request, const Endpoints& endpoints) {
+  Response response = RouteBody(request, endpoints);
+  if (request.method() == beast_http::verb::head) {
+    // HEAD answers with the length GET would send, and no body.
+    const std::size_t length = response.body().size();
+    response.body().clear();
+    response.content_length(length);
+  }
+  return response;
+}
+
+}  // namespace lagsight::http

@@ -1,0 +1,38 @@
+// The exporter's HTTP routes, as a pure function from request to response.
+//
+//   GET  /          landing page linking /metrics
+//   GET  /metrics   the latest published exposition (never waits on a source)
+//   GET  /healthz   200 while the process serves requests
+//   GET  /readyz    200 once every source completed its first poll, else 503
+//   POST /-/reload  re-read the configuration file
+// No sockets here, so every route is unit-tested directly.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace lagsight::http {
+
+using Request = boost::beast::http::request<boost::beast::http::string_body>;
+using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+struct Readiness {
+  bool ready = false;
+  std::string detail;  // what is still missing, for humans
+};
+
+// What the routes read from the rest of the daemon. All are called on the server's thread.
+struct Endpoints {
+  std::function<std::shared_ptr<const std::string>()> exposition;
+  std::function<Readiness()> readiness;
+  // Returns std::nullopt on success, else why the reload failed.
+  std::function<std::optional<std::string>()> reload;
+};
+
+Response Route(const Request& request, const Endpoints& endpoints);
+
+}  // namespace lagsight::http

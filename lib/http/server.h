@@ -1,0 +1,48 @@
+// http::Server: the exporter's HTTP/1.1 server on Boost.Beast, on the daemon's io_context.
+//
+// Every connection is its own object (read -> route -> write -> read or close); every read and
+// write is armed with a deadline, request headers and bodies have hard limits, and the number of
+// open connections is capped, so one slow or broken client never affects the others. Accept
+// errors are logged and retried after a pause instead of stopping the listener.
+// All methods must be called on the io_context's thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "common/result.h"
+#include "http/router.h"
+
+namespace lagsight::http {
+
+struct ServerLimits {
+  std::uint32_t header_bytes = 8 * 1024;
+  std::uint64_t body_bytes = 64 * 1024;
+  std::chrono::seconds read_timeout{30};
+  std::chrono::seconds write_timeout{60};
+  std::size_t max_connections = 256;
+};
+
+class Server {
+ public:
+  Server(boost::asio::io_context& context, Endpoints endpoints, ServerLimits limits = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and starts accepting; the error says why the address cannot be used.
+  std::optional<Error> Listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  // Stops accepting; open connections finish their current exchange.
+  void Stop();
+
+  struct State;  // shared with the connections, outlives the Server while they run
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace lagsight::http

@@ -1,0 +1,71 @@
+// KafkaAdmin: the narrow seam between lagsight and a Kafka cluster.
+//
+// Every call is blocking, bounded by the timeout it is given, and reports failure as a value.
+// The real implementation (RdKafkaAdmin) wraps librdkafka; unit tests substitute a fake so the
+// collector's logic is testable without a broker, while integration tests use the real one.
+// Implementations need not be thread-safe: one poll at a time uses an instance.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kafka/snapshot.h"
+
+namespace lagsight::kafka {
+
+struct GroupListing {
+  std::string id;
+  std::string state;    // snake case, "unknown" where the client cannot name it
+  bool simple = false;  // empty protocol type: offsets committed without membership
+};
+
+struct GroupDescription {
+  std::string id;
+  std::string state;
+  bool simple = false;
+  int members = 0;
+  // The broker answered "no such (classic) group": a KIP-848 group, or one deleted meanwhile.
+  bool not_found = false;
+  std::optional<std::string> error;
+};
+
+using CommittedOffsets = std::map<TopicPartition, std::int64_t>;
+
+enum class OffsetSpec { kEarliest, kLatest };
+
+struct ListedOffsets {
+  std::map<TopicPartition, std::int64_t> offsets;
+  std::vector<std::string> errors;  // partitions that could not be read, and why
+};
+
+class KafkaAdmin {
+ public:
+  virtual ~KafkaAdmin() = default;
+
+  virtual Result<std::vector<GroupListing>> ListGroups(std::chrono::milliseconds timeout) = 0;
+
+  // One description per requested id, in any order.
+  virtual Result<std::vector<GroupDescription>> DescribeGroups(
+      const std::vector<std::string>& ids, std::chrono::milliseconds timeout) = 0;
+
+  // Committed offsets of all partitions of each group; one result per id, in the same order.
+  // At most `max_in_flight` requests are outstanding at once; each is bounded by
+  // `request_timeout`, all of them together by `total_timeout`.
+  virtual std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
+      const std::vector<std::string>& ids, int max_in_flight,
+      std::chrono::milliseconds request_timeout, std::chrono::milliseconds total_timeout) = 0;
+
+  // Partition count of every topic in the cluster.
+  virtual Result<std::map<std::string, std::int32_t>> TopicPartitionCounts(
+      std::chrono::milliseconds timeout) = 0;
+
+  // Log-start or log-end offsets; a partition missing from `offsets` could not be read.
+  virtual Result<ListedOffsets> ListOffsets(const std::vector<TopicPartition>& partitions,
+                                            OffsetSpec spec, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace lagsight::kafka

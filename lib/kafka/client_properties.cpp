@@ -1,0 +1,27 @@
+#include "kafka/client_properties.h"
+
+namespace lagsight::kafka {
+
+std::map<std::string, std::string> ClientProperties(const config::KafkaClusterConfig& cluster) {
+  std::map<std::string, std::string> properties = {
+      {"client.id", "lagsight"},
+      // Failing fast on a dead broker keeps polls within their deadline.
+      {"socket.connection.setup.timeout.ms", std::to_string(cluster.request_timeout.count())},
+      {"topic.metadata.refresh.interval.ms", "60000"},
+      {"log.connection.close", "false"},
+  };
+  for (const auto& [key, value] : cluster.properties) properties[key] = value;
+
+  std::string servers;
+  for (const std::string& server : cluster.bootstrap_servers) {
+    servers += (servers.empty() ? "" : ",") + server;
+  }
+  properties["bootstrap.servers"] = servers;
+  properties["enable.auto.commit"] = "false";
+  properties["enable.auto.offset.store"] = "false";
+  // Log end = high watermark, as Kafka's own consumer-groups tool reports it.
+  properties["isolation.level"] = "read_uncommitted";
+  return properties;
+}
+
+}  // namespace lagsight::kafka

@@ -1,0 +1,355 @@
+#include "kafka/rdkafka_admin.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <deque>
+
+#include "kafka/client_properties.h"
+
+namespace lagsight::kafka {
+namespace {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* event) const { rd_kafka_event_destroy(event); }
+};
+struct OptionsDeleter {
+  void operator()(rd_kafka_AdminOptions_t* options) const {
+    rd_kafka_AdminOptions_destroy(options);
+  }
+};
+struct PartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* metadata) const {
+    rd_kafka_metadata_destroy(metadata);
+  }
+};
+struct OffsetsRequestDeleter {
+  void operator()(rd_kafka_ListConsumerGroupOffsets_t* request) const {
+    rd_kafka_ListConsumerGroupOffsets_destroy(request);
+  }
+};
+using Event = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+using Options = std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter>;
+
+// librdkafka's names ("PreparingRebalance") in the snake case of Prometheus label values.
+std::string SnakeCase(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!out.empty()) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string StateName(rd_kafka_consumer_group_state_t state) {
+  return SnakeCase(rd_kafka_consumer_group_state_name(state));
+}
+
+int ClampMillis(milliseconds timeout) {
+  return static_cast<int>(std::clamp<milliseconds::rep>(timeout.count(), 1, 3'600'000));
+}
+
+// Each request carries a distinct token as its opaque, so an answer that arrives after its
+// request timed out (and lands in the shared queue later) is recognised and dropped.
+void* NextToken() {
+  static std::atomic<std::uintptr_t> counter{1};
+  return reinterpret_cast<void*>(counter.fetch_add(1));
+}
+
+Result<Options> MakeOptions(rd_kafka_t* handle, rd_kafka_admin_op_t op, milliseconds timeout,
+                            void* token) {
+  Options options(rd_kafka_AdminOptions_new(handle, op));
+  char error[512];
+  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), ClampMillis(timeout), error,
+                                                sizeof error) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{std::string("setting the request timeout: ") + error};
+  }
+  rd_kafka_AdminOptions_set_opaque(options.get(), token);
+  return options;
+}
+
+// Waits for the answer to the request tagged `token`; stale answers are discarded.
+Result<Event> AwaitEvent(rd_kafka_queue_t* queue, void* token, milliseconds timeout) {
+  // librdkafka enforces the request timeout itself; the margin lets its own (more precise)
+  // timeout error arrive before ours.
+  const auto deadline = SteadyClock::now() + timeout + milliseconds(500);
+  while (true) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
+    if (left.count() <= 0)
+      return Error{"no answer within " + std::to_string(timeout.count()) + "ms"};
+    Event event(rd_kafka_queue_poll(queue, ClampMillis(left)));
+    if (!event) continue;
+    if (rd_kafka_event_opaque(event.get()) != token) continue;
+    if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return Error{rd_kafka_event_error_string(event.get())};
+    }
+    return event;
+  }
+}
+
+void LogFromLibrdkafka(const rd_kafka_t* handle, int level, const char* facility,
+                       const char* message) {
+  // Syslog levels: 0-3 errors, 4 warning, 5-6 notice/info, 7 debug. Connection failures are
+  // reported through lagsight_kafka_up; at warn they would flood the log during an outage.
+  const auto spd_level = level <= 3   ? spdlog::level::debug
+                         : level == 4 ? spdlog::level::debug
+                                      : spdlog::level::trace;
+  spdlog::log(spd_level, "librdkafka {} {}: {}", rd_kafka_name(handle), facility, message);
+}
+
+void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, void* /*opaque*/) {
+  spdlog::debug("librdkafka error {}: {}",
+                rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(error)), reason);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
+    const config::KafkaClusterConfig& cluster) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char error[512];
+  for (const auto& [key, value] : ClientProperties(cluster)) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), error, sizeof error) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Error{"kafka cluster \"" + cluster.name + "\": properties." + key + ": " + error};
+    }
+  }
+  rd_kafka_conf_set_log_cb(conf, LogFromLibrdkafka);
+  rd_kafka_conf_set_error_cb(conf, ErrorFromLibrdkafka);
+  // On success rd_kafka_new owns conf; on failure it is still ours to destroy.
+  std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle(
+      rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error));
+  if (!handle) {
+    rd_kafka_conf_destroy(conf);
+    return Error{"kafka cluster \"" + cluster.name + "\": " + error};
+  }
+  std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue(rd_kafka_queue_new(handle.get()));
+  return std::unique_ptr<RdKafkaAdmin>(new RdKafkaAdmin(std::move(handle), std::move(queue)));
+}
+
+RdKafkaAdmin::RdKafkaAdmin(std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle,
+                           std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue)
+    : handle_(std::move(handle)), queue_(std::move(queue)) {}
+
+RdKafkaAdmin::~RdKafkaAdmin() = default;
+
+Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout) {
+  rd_kafka_poll(handle_.get(), 0);  // serve error callbacks so their events do not pile up
+  void* token = NextToken();
+  auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeout, token);
+  if (!options) return options.error();
+  // Verified against Kafka 4.1: librdkafka 2.0.2 sends ListGroups v4 (no state filter set) and
+  // the broker answers it correctly, KIP-848 groups included.
+  rd_kafka_ListConsumerGroups(handle_.get(), options->get(), queue_.get());
+  auto event = AwaitEvent(queue_.get(), token, timeout);
+  if (!event) return Error{"listing consumer groups: " + event.error().message};
+
+  const auto* result = rd_kafka_event_ListConsumerGroups_result(event->get());
+  std::size_t error_count = 0;
+  const rd_kafka_error_t** errors = rd_kafka_ListConsumerGroups_result_errors(result, &error_count);
+  if (error_count > 0) {
+    // A broker that did not answer would make its groups vanish: report the poll as failed
+    // rather than export a partial list as if it were complete.
+    return Error{"listing consumer groups: " + std::string(rd_kafka_error_string(errors[0]))};
+  }
+  std::size_t count = 0;
+  const rd_kafka_ConsumerGroupListing_t** listings =
+      rd_kafka_ListConsumerGroups_result_valid(result, &count);
+  std::vector<GroupListing> groups;
+  groups.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    groups.push_back({rd_kafka_ConsumerGroupListing_group_id(listings[i]),
+                      StateName(rd_kafka_ConsumerGroupListing_state(listings[i])),
+                      rd_kafka_ConsumerGroupListing_is_simple_consumer_group(listings[i]) != 0});
+  }
+  return groups;
+}
+
+Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
+    const std::vector<std::string>& ids, milliseconds timeout) {
+  if (ids.empty()) return std::vector<GroupDescription>{};
+  void* token = NextToken();
+  auto options =
+      MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout, token);
+  if (!options) return options.error();
+  std::vector<const char*> names;
+  names.reserve(ids.size());
+  for (const std::string& id : ids) names.push_back(id.c_str());
+  rd_kafka_DescribeConsumerGroups(handle_.get(), names.data(), names.size(), options->get(),
+                                  queue_.get());
+  auto event = AwaitEvent(queue_.get(), token, timeout);
+  if (!event) return Error{"describing consumer groups: " + event.error().message};
+
+  const auto* result = rd_kafka_event_DescribeConsumerGroups_result(event->get());
+  std::size_t count = 0;
+  const rd_kafka_ConsumerGroupDescription_t** described =
+      rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
+  std::vector<GroupDescription> descriptions;
+  descriptions.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    GroupDescription description;
+    description.id = rd_kafka_ConsumerGroupDescription_group_id(described[i]);
+    if (const rd_kafka_error_t* error = rd_kafka_ConsumerGroupDescription_error(described[i])) {
+      description.not_found = rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND;
+      description.error = rd_kafka_error_string(error);
+    } else {
+      description.state = StateName(rd_kafka_ConsumerGroupDescription_state(described[i]));
+      description.simple =
+          rd_kafka_ConsumerGroupDescription_is_simple_consumer_group(described[i]) != 0;
+      description.members =
+          static_cast<int>(rd_kafka_ConsumerGroupDescription_member_count(described[i]));
+    }
+    descriptions.push_back(std::move(description));
+  }
+  return descriptions;
+}
+
+std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
+    const std::vector<std::string>& ids, int max_in_flight, milliseconds request_timeout,
+    milliseconds total_timeout) {
+  std::vector<Result<CommittedOffsets>> results(ids.size(), Error{"not requested"});
+  // librdkafka 2.0.2 takes one group per ListConsumerGroupOffsets call; keeping a window of
+  // calls in flight avoids both serializing thousands of groups and flooding the coordinators.
+  std::map<void*, std::size_t> in_flight;  // token -> index into ids
+  std::size_t next = 0;
+  const auto deadline = SteadyClock::now() + total_timeout + milliseconds(500);
+
+  const auto send_next = [&] {
+    const std::size_t index = next++;
+    void* token = NextToken();
+    auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
+                               request_timeout, token);
+    if (!options) {
+      results[index] = options.error();
+      return;
+    }
+    std::unique_ptr<rd_kafka_ListConsumerGroupOffsets_t, OffsetsRequestDeleter> request(
+        rd_kafka_ListConsumerGroupOffsets_new(ids[index].c_str(),
+                                              nullptr));  // nullptr: all partitions
+    rd_kafka_ListConsumerGroupOffsets_t* requests[] = {request.get()};
+    rd_kafka_ListConsumerGroupOffsets(handle_.get(), requests, 1, options->get(), queue_.get());
+    in_flight.emplace(token, index);
+  };
+
+  while (next < ids.size() || !in_flight.empty()) {
+    while (next < ids.size() && in_flight.size() < static_cast<std::size_t>(max_in_flight)) {
+      send_next();
+    }
+    if (in_flight.empty()) continue;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
+    if (left.count() <= 0) break;
+    Event event(rd_kafka_queue_poll(queue_.get(), ClampMillis(left)));
+    if (!event) continue;
+    const auto found = in_flight.find(rd_kafka_event_opaque(event.get()));
+    if (found == in_flight.end()) continue;  // a stale answer to an earlier poll
+    const std::size_t index = found->second;
+    in_flight.erase(found);
+    if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      results[index] = Error{rd_kafka_event_error_string(event.get())};
+      continue;
+    }
+    const auto* result = rd_kafka_event_ListConsumerGroupOffsets_result(event.get());
+    std::size_t group_count = 0;
+    const rd_kafka_group_result_t** groups =
+        rd_kafka_ListConsumerGroupOffsets_result_groups(result, &group_count);
+    if (group_count != 1) {
+      results[index] = Error{"unexpected answer with " + std::to_string(group_count) + " groups"};
+      continue;
+    }
+    if (const rd_kafka_error_t* error = rd_kafka_group_result_error(groups[0])) {
+      results[index] = Error{rd_kafka_error_string(error)};
+      continue;
+    }
+    CommittedOffsets offsets;
+    std::string partition_errors;
+    const rd_kafka_topic_partition_list_t* partitions = rd_kafka_group_result_partitions(groups[0]);
+    for (int i = 0; partitions != nullptr && i < partitions->cnt; ++i) {
+      const rd_kafka_topic_partition_t& p = partitions->elems[i];
+      if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        partition_errors += std::string(p.topic) + "/" + std::to_string(p.partition) + ": " +
+                            rd_kafka_err2str(p.err) + "; ";
+        continue;
+      }
+      // RD_KAFKA_OFFSET_INVALID (-1): no commit for this partition; leave it out.
+      if (p.offset >= 0) offsets[{p.topic, p.partition}] = p.offset;
+    }
+    if (!partition_errors.empty()) {
+      results[index] = Error{"partition errors: " + partition_errors};
+    } else {
+      results[index] = std::move(offsets);
+    }
+  }
+  for (const auto& [token, index] : in_flight) {
+    results[index] = Error{"no answer within " + std::to_string(total_timeout.count()) + "ms"};
+  }
+  for (std::size_t index = next; index < ids.size(); ++index) {
+    results[index] = Error{"not requested: the poll ran out of time"};
+  }
+  return results;
+}
+
+Result<std::map<std::string, std::int32_t>> RdKafkaAdmin::TopicPartitionCounts(
+    milliseconds timeout) {
+  const rd_kafka_metadata_t* raw = nullptr;
+  const rd_kafka_resp_err_t error =
+      rd_kafka_metadata(handle_.get(), 1 /* all topics */, nullptr, &raw, ClampMillis(timeout));
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{std::string("reading topic metadata: ") + rd_kafka_err2str(error)};
+  }
+  std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
+  std::map<std::string, std::int32_t> counts;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& topic = metadata->topics[i];
+    if (topic.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    counts[topic.topic] = topic.partition_cnt;
+  }
+  return counts;
+}
+
+Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition>& partitions,
+                                                OffsetSpec spec, milliseconds timeout) {
+  ListedOffsets answer;
+  if (partitions.empty()) return answer;
+  std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+  const std::int64_t query =
+      spec == OffsetSpec::kLatest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+  for (const TopicPartition& tp : partitions) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = query;
+  }
+  // offsets_for_times batches the partitions per leader; -1/-2 ask for log end/log start.
+  const rd_kafka_resp_err_t error =
+      rd_kafka_offsets_for_times(handle_.get(), list.get(), ClampMillis(timeout));
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR || p.offset < 0) {
+      answer.errors.push_back(std::string(p.topic) + "/" + std::to_string(p.partition) + ": " +
+                              (p.err ? rd_kafka_err2str(p.err) : "no offset returned"));
+      continue;
+    }
+    answer.offsets[{p.topic, p.partition}] = p.offset;
+  }
+  // The call's own error repeats one partition's error when others succeeded; only when nothing
+  // was read is it the answer (e.g. all brokers down).
+  if (answer.offsets.empty() && error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{std::string("listing offsets: ") + rd_kafka_err2str(error)};
+  }
+  return answer;
+}
+
+}  // namespace lagsight::kafka

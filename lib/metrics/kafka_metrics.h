@@ -1,0 +1,34 @@
+// The lagsight_kafka_* metrics of one Kafka cluster.
+//
+// Pure rendering of what a poll saw. When the latest poll failed, only the cluster's health
+// series (up, poll duration, last successful poll time, counters) are exported: lag series of a
+// cluster that cannot be read would be served as if fresh, so they disappear until the next
+// good poll, and lagsight_kafka_last_poll_timestamp_seconds tells how old the last good data is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/kafka_lag.h"
+#include "kafka/snapshot.h"
+#include "metrics/exposition.h"
+
+namespace lagsight::metrics {
+
+// A source's health across polls, kept by the app.
+struct PollStatus {
+  bool up = false;
+  double last_duration_seconds = 0;
+  std::optional<double> last_success_unix_seconds;
+  std::uint64_t polls_total = 0;
+  std::uint64_t poll_failures_total = 0;
+};
+
+// `snapshot` and `lags` are null when the latest poll failed.
+void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
+                        const kafka::KafkaSnapshot* snapshot,
+                        const std::vector<analysis::GroupLag>* lags, FamilyBuilder& out);
+
+}  // namespace lagsight::metrics
