@@ -59,7 +59,7 @@ class Reader {
   }
 
   std::vector<std::string> StringList(const YAML::Node& node, const std::string& path) const {
-    if (node.IsNull()) return {};
+    if (!node.IsDefined() || node.IsNull()) return {};
     if (!node.IsSequence()) Fail(node, path, "must be a list of strings");
     std::vector<std::string> out;
     for (std::size_t i = 0; i < node.size(); ++i) {
@@ -230,9 +230,14 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
         reader.Duration(node["poll_timeout"], path + ".poll_timeout", kMinimumPeriod);
   }
   if (cluster.poll_timeout < cluster.request_timeout) {
-    reader.Fail(
-        node["poll_timeout"] ? node["poll_timeout"] : node, path + ".poll_timeout",
-        "must be at least request_timeout (" + FormatDuration(cluster.request_timeout) + ")");
+    if (node["poll_timeout"]) {
+      reader.Fail(
+          node["poll_timeout"], path + ".poll_timeout",
+          "must be at least request_timeout (" + FormatDuration(cluster.request_timeout) + ")");
+    }
+    reader.Fail(node["request_timeout"], path + ".request_timeout",
+                "must not exceed poll_timeout (" + FormatDuration(cluster.poll_timeout) +
+                    ", the default; set poll_timeout too)");
   }
   if (node["max_concurrent_requests"]) {
     cluster.max_concurrent_requests =

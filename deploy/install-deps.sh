@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything lagsight needs to build, test and run its demo on Debian 12, and nothing
+# that is already there: Debian packages, the Kafka jars (Maven Central, via the harness pom) and
+# the Python test dependencies (in .venv). Safe to run again; the README's two commands, .ci/run
+# and the Dockerfile all start here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  # build
+  g++ cmake ninja-build pkg-config git
+  # libraries (all from Debian 12)
+  librdkafka-dev prometheus-cpp-dev libboost-dev libboost-system-dev libsimdjson-dev
+  libspdlog-dev libyaml-cpp-dev catch2 libssl-dev libcli11-dev
+  # tests: promtool, Python venv, curl
+  prometheus python3 python3-venv curl
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+# Java 17+ and Maven run the real Kafka broker; accept any already on PATH.
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Kafka jars: resolved once into ~/.m2, classpath cached until the pom changes.
+classpath=tests/harness/kafka/target/classpath.txt
+if [ ! -s "$classpath" ] || [ tests/harness/kafka/pom.xml -nt "$classpath" ]; then
+  echo "install-deps: resolving Apache Kafka from Maven Central"
+  mvn -q -B -f tests/harness/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
+fi
+
+# Python test dependencies, pinned.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum tests/harness/requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "install-deps: installing Python test dependencies"
+  .venv/bin/pip install -q --disable-pip-version-check -r tests/harness/requirements.txt
+  echo "$want" > "$stamp"
+fi

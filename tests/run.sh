@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), then integration
+# against a real Kafka broker it starts itself (pytest). Exits non-zero when anything fails.
+# Usage: tests/run.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deploy/install-deps.sh
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --parallel "$(nproc)"
+
+echo "== unit tests"
+(cd build && ctest --output-on-failure)
+
+echo "== integration tests (real Kafka)"
+LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v "$@"

@@ -1,0 +1,112 @@
+// Config: good files parse into the values they say; each bad file fails with exactly the text
+// in its .error twin, which is what the user sees from --config.check.
+#include "config/config.h"
+
+#include <catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using lagsight::config::Config;
+using lagsight::config::EnvLookup;
+using lagsight::config::ParseConfig;
+namespace fs = std::filesystem;
+
+const fs::path kConfigData = fs::path(LAGSIGHT_TEST_DATA) / "config";
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+EnvLookup FakeEnvironment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    if (name == "LAGSIGHT_TEST_PASSWORD") return "s3cret";
+    return std::nullopt;
+  };
+}
+
+lagsight::Result<Config> ParseTestFile(const std::string& relative) {
+  return ParseConfig(ReadText(kConfigData / relative), relative, FakeEnvironment());
+}
+
+}  // namespace
+
+TEST_CASE("every bad config fails with the exact message in its .error file") {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(kConfigData / "bad")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string relative = "bad/" + entry.path().filename().string();
+    INFO(relative);
+    const auto parsed = ParseTestFile(relative);
+    REQUIRE_FALSE(parsed.ok());
+    fs::path expected_path = entry.path();
+    expected_path.replace_extension(".error");
+    REQUIRE(fs::exists(expected_path));
+    std::string expected = ReadText(expected_path);
+    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    CHECK(parsed.error().message == expected);
+    ++checked;
+  }
+  CHECK(checked >= 18);
+}
+
+TEST_CASE("a minimal config gets the documented defaults") {
+  const auto parsed = ParseTestFile("good/minimal.yaml");
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->kafka.size() == 1);
+  const auto& cluster = parsed->kafka[0];
+  CHECK(cluster.name == "local");
+  CHECK(cluster.bootstrap_servers == std::vector<std::string>{"127.0.0.1:9092"});
+  CHECK(cluster.poll_interval == std::chrono::seconds(15));
+  CHECK(cluster.request_timeout == std::chrono::seconds(10));
+  CHECK(cluster.poll_timeout == std::chrono::seconds(60));
+  CHECK(cluster.max_concurrent_requests == 16);
+  CHECK(cluster.groups.Accepts("anything"));
+  CHECK(cluster.topics.Accepts("__consumer_offsets"));
+}
+
+TEST_CASE("a full config carries every value, with environment variables expanded") {
+  const auto parsed = ParseTestFile("good/full.yaml");
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->kafka.size() == 2);
+  const auto& prod = parsed->kafka[0];
+  CHECK(prod.bootstrap_servers == std::vector<std::string>{"b1:9092", "b2:9093", "[::1]:9094"});
+  CHECK(prod.properties.at("sasl.password") == "s3cret");
+  CHECK(prod.properties.at("message.max.bytes") == "2000000");
+  CHECK(prod.properties.at("literal") == "cost$5");
+  CHECK(prod.poll_interval == std::chrono::seconds(90));
+  CHECK(prod.request_timeout == std::chrono::seconds(5));
+  CHECK(prod.poll_timeout == std::chrono::seconds(20));
+  CHECK(prod.max_concurrent_requests == 4);
+  CHECK(prod.groups.Accepts("orders-enrichment"));
+  CHECK_FALSE(prod.groups.Accepts("orders-tmp"));
+  CHECK_FALSE(prod.groups.Accepts("payments"));
+  CHECK_FALSE(prod.groups.Accepts("xorders-a"));  // full match, not search
+  CHECK_FALSE(prod.topics.Accepts("__consumer_offsets"));
+  CHECK(prod.topics.Accepts("orders"));
+  CHECK(parsed->kafka[1].bootstrap_servers == std::vector<std::string>{"dr1:9092"});
+}
+
+TEST_CASE("the shipped example config is valid") {
+  const fs::path example = fs::path(LAGSIGHT_TEST_DATA) / "../../../config/lagsight.example.yaml";
+  const auto parsed = ParseConfig(ReadText(example), "lagsight.example.yaml",
+                                  [](const std::string&) { return std::string("from-env"); });
+  INFO((parsed.ok() ? "" : parsed.error().message));
+  REQUIRE(parsed.ok());
+  CHECK(parsed->kafka.size() == 2);
+  CHECK(parsed->kafka[0].properties.at("sasl.password") == "from-env");
+}
+
+TEST_CASE("configs compare equal exactly when they say the same") {
+  const auto a = ParseTestFile("good/full.yaml");
+  const auto b = ParseTestFile("good/full.yaml");
+  const auto c = ParseTestFile("good/minimal.yaml");
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  CHECK(*a == *b);
+  CHECK_FALSE(*a == *c);
+}

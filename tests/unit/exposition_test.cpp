@@ -1,0 +1,90 @@
+// The rendered exposition against a golden file (also checked by `promtool check metrics` in
+// ctest), and the rule that a failed poll serves no lag series.
+#include <catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/kafka_lag.h"
+#include "metrics/kafka_metrics.h"
+#include "metrics/process_metrics.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace lagsight;
+
+kafka::KafkaSnapshot SampleSnapshot() {
+  kafka::KafkaSnapshot snapshot;
+  kafka::ConsumerGroup flink;
+  flink.id = "orders-enrichment";
+  flink.state = "empty";
+  flink.kind = kafka::GroupKind::kSimple;
+  flink.members = 0;
+  flink.committed = {{{"orders.v2", 0}, 90}, {{"orders.v2", 1}, 120}};
+  kafka::ConsumerGroup app;
+  app.id = "billing \"eu\"";  // label values are escaped
+  app.state = "stable";
+  app.kind = kafka::GroupKind::kClassic;
+  app.members = 2;
+  app.committed = {{{"orders.v2", 2}, 500}, {{"audit", 0}, 3}};
+  kafka::ConsumerGroup modern;
+  modern.id = "kip848";
+  modern.state = "stable";
+  modern.kind = kafka::GroupKind::kConsumer;
+  modern.committed = {{{"audit", 0}, 1}};
+  snapshot.groups = {app, modern, flink};
+  snapshot.topic_partitions = {{"orders.v2", 3}, {"audit", 1}};
+  snapshot.partitions = {{{"orders.v2", 0}, {0, 100}},
+                         {{"orders.v2", 1}, {0, 150}},
+                         {{"orders.v2", 2}, {10, 400}},
+                         {{"audit", 0}, {2, 9}}};
+  snapshot.partial_errors = {"one"};
+  return snapshot;
+}
+
+std::string Render(const metrics::PollStatus& status, const kafka::KafkaSnapshot* snapshot) {
+  metrics::FamilyBuilder builder;
+  metrics::AppendProcessMetrics("1.2.3", "abc", true, 1700000000.5, builder);
+  std::vector<analysis::GroupLag> lags;
+  if (snapshot) lags = analysis::ComputeGroupLags(*snapshot);
+  metrics::AppendKafkaMetrics("prod", status, snapshot, snapshot ? &lags : nullptr, builder);
+  return metrics::Serialize(std::move(builder).Build());
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("the exposition matches the golden file") {
+  const kafka::KafkaSnapshot snapshot = SampleSnapshot();
+  metrics::PollStatus status{true, 0.25, 1700000100.0, 12, 1};
+  const std::string text = Render(status, &snapshot);
+  const fs::path golden = fs::path(LAGSIGHT_TEST_DATA) / "exposition" / "kafka.prom";
+  if (std::getenv("LAGSIGHT_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden) << text;
+  }
+  CHECK(text == ReadText(golden));
+}
+
+TEST_CASE("a failed poll serves health series only, no stale lag") {
+  metrics::PollStatus status{false, 10.0, 1700000100.0, 13, 2};
+  const std::string text = Render(status, nullptr);
+  CHECK(text.find("lagsight_kafka_up{kafka_cluster=\"prod\"} 0") != std::string::npos);
+  CHECK(
+      text.find("lagsight_kafka_last_poll_timestamp_seconds{kafka_cluster=\"prod\"} 1700000100") !=
+      std::string::npos);
+  CHECK(text.find("lagsight_kafka_group_") == std::string::npos);
+  CHECK(text.find("lagsight_kafka_partition_") == std::string::npos);
+}
+
+TEST_CASE("a cluster never polled successfully has no last-poll timestamp") {
+  metrics::PollStatus status{false, 10.0, std::nullopt, 1, 1};
+  CHECK(Render(status, nullptr).find("last_poll_timestamp") == std::string::npos);
+}

@@ -1,0 +1,92 @@
+// The lag arithmetic, including the cases that make Kafka-side lag look wrong.
+#include "analysis/kafka_lag.h"
+
+#include <catch.hpp>
+
+using lagsight::analysis::CommitPosition;
+using lagsight::analysis::ComputeGroupLags;
+using lagsight::analysis::ComputePartitionLag;
+using lagsight::kafka::ConsumerGroup;
+using lagsight::kafka::KafkaSnapshot;
+using lagsight::kafka::PartitionOffsets;
+
+TEST_CASE("lag is log end minus committed") {
+  const auto lag = ComputePartitionLag(3, 40, PartitionOffsets{10, 100});
+  CHECK(lag.partition == 3);
+  CHECK(*lag.committed == 40);
+  CHECK(*lag.lag == 60);
+  CHECK(lag.position == CommitPosition::kInRange);
+}
+
+TEST_CASE("a caught-up group has zero lag") {
+  CHECK(*ComputePartitionLag(0, 100, PartitionOffsets{0, 100}).lag == 0);
+}
+
+TEST_CASE("no committed offset gives no lag, never -1 or NaN") {
+  const auto lag = ComputePartitionLag(0, std::nullopt, PartitionOffsets{0, 100});
+  CHECK_FALSE(lag.lag.has_value());
+  CHECK_FALSE(lag.committed.has_value());
+  CHECK(lag.position == CommitPosition::kNoCommit);
+}
+
+TEST_CASE("a commit beyond the log end is zero lag, flagged") {
+  const auto lag = ComputePartitionLag(0, 500, PartitionOffsets{0, 100});
+  CHECK(*lag.lag == 0);
+  CHECK(lag.position == CommitPosition::kBeyondLogEnd);
+}
+
+TEST_CASE("a log truncated past the commit keeps the tool's lag, flagged") {
+  const auto lag = ComputePartitionLag(0, 5, PartitionOffsets{50, 100});
+  CHECK(*lag.lag == 95);
+  CHECK(lag.position == CommitPosition::kBeforeLogStart);
+}
+
+TEST_CASE("an unknown log end gives no lag") {
+  const auto lag = ComputePartitionLag(0, 5, PartitionOffsets{0, std::nullopt});
+  CHECK_FALSE(lag.lag.has_value());
+  CHECK(lag.position == CommitPosition::kLogEndUnknown);
+}
+
+TEST_CASE("group lags cover every partition of each consumed topic, with sums and max") {
+  KafkaSnapshot snapshot;
+  ConsumerGroup partial;
+  partial.id = "partial";
+  partial.committed = {{{"orders", 0}, 10}, {{"orders", 2}, 30}, {{"audit", 0}, 7}};
+  ConsumerGroup unreadable;
+  unreadable.id = "unreadable";
+  unreadable.offsets_known = false;
+  snapshot.groups = {partial, unreadable};
+  snapshot.topic_partitions = {{"orders", 3}, {"audit", 1}};
+  snapshot.partitions = {{{"orders", 0}, {0, 15}},
+                         {{"orders", 1}, {0, 20}},
+                         {{"orders", 2}, {0, 100}},
+                         {{"audit", 0}, {0, 7}}};
+
+  const auto lags = ComputeGroupLags(snapshot);
+  REQUIRE(lags.size() == 1);  // the unreadable group has no lag to report
+  const auto& group = lags[0];
+  CHECK(group.group == "partial");
+  CHECK(*group.max_lag == 70);
+  REQUIRE(group.topics.size() == 2);
+  CHECK(group.topics[0].topic == "audit");
+  CHECK(group.topics[0].lag_sum == 0);
+  const auto& orders = group.topics[1];
+  CHECK(orders.topic == "orders");
+  CHECK(orders.lag_sum == 75);
+  CHECK(orders.uncommitted_partitions == 1);
+  REQUIRE(orders.partitions.size() == 3);
+  CHECK(orders.partitions[1].position == CommitPosition::kNoCommit);
+  CHECK_FALSE(orders.partitions[1].lag.has_value());
+}
+
+TEST_CASE("a topic that no longer exists contributes no lag") {
+  KafkaSnapshot snapshot;
+  ConsumerGroup group;
+  group.id = "g";
+  group.committed = {{{"deleted", 0}, 10}};
+  snapshot.groups = {group};
+  const auto lags = ComputeGroupLags(snapshot);
+  REQUIRE(lags.size() == 1);
+  CHECK(lags[0].topics.empty());
+  CHECK_FALSE(lags[0].max_lag.has_value());
+}

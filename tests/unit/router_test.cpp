@@ -1,0 +1,100 @@
+// The HTTP routes as a pure function: no sockets.
+#include "http/router.h"
+
+#include <catch.hpp>
+
+#include "http/listen_address.h"
+
+namespace {
+
+namespace beast_http = boost::beast::http;
+using lagsight::http::Endpoints;
+using lagsight::http::Readiness;
+using lagsight::http::Request;
+using lagsight::http::Route;
+
+struct Fixture {
+  bool ready = false;
+  int reloads = 0;
+  std::optional<std::string> reload_failure;
+  Endpoints endpoints{[] { return std::make_shared<const std::string>("lagsight_up 1\n"); },
+                      [this] {
+                        return Readiness{ready, "waiting for kafka cluster(s) prod"};
+                      },
+                      [this] {
+                        ++reloads;
+                        return reload_failure;
+                      }};
+
+  lagsight::http::Response Call(beast_http::verb verb, const std::string& target) {
+    Request request(verb, target, 11);
+    return Route(request, endpoints);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("/metrics serves the published exposition as Prometheus text") {
+  Fixture f;
+  const auto response = f.Call(beast_http::verb::get, "/metrics");
+  CHECK(response.result() == beast_http::status::ok);
+  CHECK(response.body() == "lagsight_up 1\n");
+  CHECK(response[beast_http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST_CASE("HEAD answers with the length and no body") {
+  Fixture f;
+  const auto response = f.Call(beast_http::verb::head, "/metrics");
+  CHECK(response.result() == beast_http::status::ok);
+  CHECK(response.body().empty());
+  CHECK(response[beast_http::field::content_length] == "14");
+}
+
+TEST_CASE("the landing page links /metrics") {
+  Fixture f;
+  const auto response = f.Call(beast_http::verb::get, "/");
+  CHECK(response.result() == beast_http::status::ok);
+  CHECK(response.body().find("href=\"metrics\"") != std::string::npos);
+}
+
+TEST_CASE("/healthz and /readyz") {
+  Fixture f;
+  CHECK(f.Call(beast_http::verb::get, "/healthz").result() == beast_http::status::ok);
+  const auto not_ready = f.Call(beast_http::verb::get, "/readyz");
+  CHECK(not_ready.result() == beast_http::status::service_unavailable);
+  CHECK(not_ready.body() == "not ready: waiting for kafka cluster(s) prod\n");
+  f.ready = true;
+  CHECK(f.Call(beast_http::verb::get, "/readyz").result() == beast_http::status::ok);
+}
+
+TEST_CASE("/-/reload only on POST, and says why it failed") {
+  Fixture f;
+  CHECK(f.Call(beast_http::verb::get, "/-/reload").result() ==
+        beast_http::status::method_not_allowed);
+  CHECK(f.reloads == 0);
+  CHECK(f.Call(beast_http::verb::post, "/-/reload").result() == beast_http::status::ok);
+  f.reload_failure = "lagsight.yaml:3: kafka[0].name: missing";
+  const auto failed = f.Call(beast_http::verb::post, "/-/reload");
+  CHECK(failed.result() == beast_http::status::internal_server_error);
+  CHECK(failed.body() == "reload failed: lagsight.yaml:3: kafka[0].name: missing\n");
+  CHECK(f.reloads == 2);
+}
+
+TEST_CASE("unknown paths and methods") {
+  Fixture f;
+  CHECK(f.Call(beast_http::verb::get, "/nope").result() == beast_http::status::not_found);
+  CHECK(f.Call(beast_http::verb::post, "/metrics").result() ==
+        beast_http::status::method_not_allowed);
+  CHECK(f.Call(beast_http::verb::get, "/metrics?x=1").result() == beast_http::status::ok);
+}
+
+TEST_CASE("listen addresses") {
+  using lagsight::http::ParseListenAddress;
+  CHECK(ParseListenAddress(":9713")->port() == 9713);
+  CHECK(ParseListenAddress(":9713")->address().to_string() == "0.0.0.0");
+  CHECK(ParseListenAddress("127.0.0.1:80")->address().to_string() == "127.0.0.1");
+  CHECK(ParseListenAddress("[::1]:9713")->address().to_string() == "::1");
+  CHECK_FALSE(ParseListenAddress("9713").ok());
+  CHECK_FALSE(ParseListenAddress(":99999").ok());
+  CHECK_FALSE(ParseListenAddress(":").ok());
+}
