@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 deploy/install-deps.sh
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
 cmake --build build --parallel "$(nproc)"
 
 echo "== unit tests"

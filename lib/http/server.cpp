@@ -58,6 +58,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (error == beast_http::error::header_limit || error == beast_http::error::body_limit) {
         return RespondAndClose(beast_http::status::payload_too_large, "request too large");
       }
+      if (error.category() ==
+          beast_http::make_error_code(beast_http::error::bad_method).category()) {
+        return RespondAndClose(beast_http::status::bad_request, "malformed HTTP request");
+      }
       if (error != beast::error::timeout && error != asio::error::operation_aborted) {
         spdlog::debug("http: dropping connection: {}", error.message());
       }

@@ -1,0 +1,59 @@
+// Benchmark: how long the poll-side work (lag analysis, metric families, text rendering) takes
+// and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
+// Prints numbers; asserts nothing (speed goals live here, not in timed tests).
+//   build/tests/bench/exposition_bench [groups] [partitions_per_group]
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "analysis/kafka_lag.h"
+#include "metrics/kafka_metrics.h"
+
+int main(int argc, char** argv) {
+  using namespace lagsight;
+  const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
+  const int partitions = argc > 2 ? std::atoi(argv[2]) : 50;
+
+  kafka::KafkaSnapshot snapshot;
+  for (int g = 0; g < groups; ++g) {
+    kafka::ConsumerGroup group;
+    group.id = "group-" + std::to_string(g);
+    group.state = "empty";
+    group.kind = kafka::GroupKind::kSimple;
+    group.members = 0;
+    const std::string topic = "topic-" + std::to_string(g % 200);
+    snapshot.topic_partitions[topic] = partitions;
+    for (int p = 0; p < partitions; ++p) {
+      group.committed[{topic, p}] = 1000 + p;
+      snapshot.partitions[{topic, p}] = {0, 5000 + p};
+    }
+    snapshot.groups.push_back(std::move(group));
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto lags = analysis::ComputeGroupLags(snapshot);
+  const auto analysed = std::chrono::steady_clock::now();
+  metrics::FamilyBuilder builder;
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, &snapshot, &lags, builder);
+  auto families = std::move(builder).Build();
+  const auto built = std::chrono::steady_clock::now();
+  const std::string text = metrics::Serialize(families);
+  const auto rendered = std::chrono::steady_clock::now();
+
+  std::size_t series = 0;
+  for (const auto& family : families) series += family.metric.size();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto ms = [](auto a, auto b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  std::printf("groups=%d partitions_per_group=%d series=%zu bytes=%zu\n", groups, partitions,
+              series, text.size());
+  std::printf(
+      "analysis_ms=%.1f families_ms=%.1f serialize_ms=%.1f total_ms=%.1f peak_rss_mb=%.1f\n",
+      ms(start, analysed), ms(analysed, built), ms(built, rendered), ms(start, rendered),
+      static_cast<double>(usage.ru_maxrss) / 1024.0);
+  return 0;
+}
