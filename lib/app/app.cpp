@@ -143,6 +143,14 @@ class Daemon {
       }
       auto source =
           std::make_shared<KafkaSource>(io_, cluster, std::move(validated.admins.at(cluster.name)));
+      if (existing != sources_.end()) {
+        // Changed settings: counters go on, and the last data is served until the new
+        // settings' first poll replaces it, so a reload does not blank the cluster's series.
+        source->status = existing->second->status;
+        source->polled_once = existing->second->polled_once;
+        source->snapshot = existing->second->snapshot;
+        source->lags = existing->second->lags;
+      }
       next[cluster.name] = source;
       StartPoll(source);
     }

@@ -3,27 +3,43 @@
 #include <algorithm>
 
 namespace lagsight::config {
+
+Result<Pattern> Pattern::Compile(std::string text) {
+  Pattern pattern;
+  try {
+    pattern.regex_ =
+        std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return Error{"invalid regular expression \"" + text + "\": " + e.what()};
+  }
+  pattern.text_ = std::move(text);
+  return pattern;
+}
+
+bool Pattern::FullMatch(std::string_view name) const {
+  return std::regex_match(name.begin(), name.end(), *regex_);
+}
+
 namespace {
 
-Result<std::vector<std::regex>> Compile(const std::vector<std::string>& patterns,
-                                        std::string_view list_name) {
-  std::vector<std::regex> compiled;
+Result<std::vector<Pattern>> Compile(const std::vector<std::string>& patterns,
+                                     std::string_view list_name) {
+  std::vector<Pattern> compiled;
   compiled.reserve(patterns.size());
   for (std::size_t i = 0; i < patterns.size(); ++i) {
-    try {
-      compiled.emplace_back(patterns[i], std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
+    auto pattern = Pattern::Compile(patterns[i]);
+    if (!pattern) {
       return Error{std::string(list_name) + "[" + std::to_string(i) +
-                   "]: invalid regular expression \"" + patterns[i] + "\": " + e.what()};
+                   "]: " + pattern.error().message};
     }
+    compiled.push_back(std::move(pattern).value());
   }
   return compiled;
 }
 
-bool AnyFullMatch(const std::vector<std::regex>& patterns, std::string_view name) {
-  return std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& pattern) {
-    return std::regex_match(name.begin(), name.end(), pattern);
-  });
+bool AnyFullMatch(const std::vector<Pattern>& patterns, std::string_view name) {
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const Pattern& pattern) { return pattern.FullMatch(name); });
 }
 
 }  // namespace

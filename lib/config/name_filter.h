@@ -6,6 +6,7 @@
 // construction; safe to share between threads.
 #pragma once
 
+#include <memory>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -14,6 +15,19 @@
 #include "common/result.h"
 
 namespace lagsight::config {
+
+// A regular expression that must match a whole name; compared by its text.
+class Pattern {
+ public:
+  static Result<Pattern> Compile(std::string text);
+  bool FullMatch(std::string_view name) const;
+  const std::string& text() const { return text_; }
+  friend bool operator==(const Pattern& a, const Pattern& b) { return a.text_ == b.text_; }
+
+ private:
+  std::string text_;
+  std::shared_ptr<const std::regex> regex_;  // shared: immutable, and Patterns are copied often
+};
 
 class NameFilter {
  public:
@@ -34,8 +48,8 @@ class NameFilter {
  private:
   std::vector<std::string> allow_patterns_;
   std::vector<std::string> deny_patterns_;
-  std::vector<std::regex> allow_;
-  std::vector<std::regex> deny_;
+  std::vector<Pattern> allow_;
+  std::vector<Pattern> deny_;
 };
 
 }  // namespace lagsight::config

@@ -29,11 +29,20 @@ class Deadline {
   milliseconds request_timeout_;
 };
 
+// Kafka 4 lists KIP-848 ("consumer" protocol) groups through ListGroups with their real state,
+// but the classic DescribeGroups that librdkafka 2.0.2 speaks answers for them with state Dead and
+// an empty protocol type, which would read as a dead simple group (verified on Kafka 4.1.1).
+// A group listed alive and described dead is therefore a KIP-848 group; its members cannot be
+// counted with this client (no ConsumerGroupDescribe before librdkafka 2.4).
+bool DescribedAsKip848(const GroupListing& listing, const GroupDescription* description) {
+  if (description == nullptr) return false;
+  if (description->not_found) return true;
+  return !description->error && description->state == "dead" && listing.state != "dead";
+}
+
 GroupKind KindOf(const GroupListing& listing, const GroupDescription* description) {
+  if (DescribedAsKip848(listing, description)) return GroupKind::kConsumer;
   if (listing.simple || (description != nullptr && description->simple)) return GroupKind::kSimple;
-  // Kafka 4 answers the classic DescribeGroups with GROUP_ID_NOT_FOUND for a group that uses
-  // the KIP-848 consumer protocol while ListGroups still lists it.
-  if (description != nullptr && description->not_found) return GroupKind::kConsumer;
   return GroupKind::kClassic;
 }
 
@@ -84,7 +93,8 @@ Result<KafkaSnapshot> Collector::Poll() {
     const GroupListing& listing = listings[i];
     const auto found = descriptions.find(listing.id);
     const GroupDescription* description = found == descriptions.end() ? nullptr : &found->second;
-    const bool described_ok = description != nullptr && !description->error;
+    const bool described_ok =
+        description != nullptr && !description->error && !DescribedAsKip848(listing, description);
 
     ConsumerGroup group;
     group.id = listing.id;

@@ -38,7 +38,9 @@ struct Fixture {
     admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt};
     admin->descriptions["console-consumer-1"] = {"console-consumer-1", "stable", false, 1, false,
                                                  std::nullopt};
-    admin->descriptions["kip848"] = {"kip848", "", false, 0, true, "group not found"};
+    // What Kafka 4.1's classic DescribeGroups says of a KIP-848 group, as librdkafka 2.0.2 reads
+    // it.
+    admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt};
     admin->committed["flink-job"] = lagsight::kafka::CommittedOffsets{{{"orders", 0}, 5}};
     admin->committed["app"] =
         lagsight::kafka::CommittedOffsets{{{"orders", 1}, 7}, {{"__internal", 0}, 1}};

@@ -1,0 +1,211 @@
+"""Topics, records and consumer groups of every kind lagsight must handle, made with a real client.
+
+Each maker leaves a group in a state Kafka itself can be asked about:
+
+- ``SubscribedConsumer`` running: an active group (classic protocol, or KIP-848 "consumer"
+  protocol) with one Stable member whose committed offsets, and so lag, stay constant.
+- ``make_empty_group``: a subscribed consumer that committed and left: an Empty group that keeps
+  its committed offsets.
+- ``commit_without_joining``: a "simple" group, the way a Flink KafkaSource commits: assign(),
+  commit offsets, never join. Committing on some partitions of a topic only makes a partial group.
+
+Every wait here has a deadline; a maker that cannot finish raises instead of hanging a test.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+def create_topic(bootstrap: str, name: str, partitions: int,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Creates a topic and returns once every partition has a leader (so producing works)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                            replication_factor=1)],
+                                  request_timeout=timeout)
+    futures[name].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(topic=name, timeout=timeout).topics.get(name)
+        if (topic is not None and topic.error is None and len(topic.partitions) == partitions
+                and all(p.leader >= 0 for p in topic.partitions.values())):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} has no leader for every partition after {timeout} s")
+
+
+def produce(bootstrap: str, topic: str, counts_per_partition: Sequence[int], *,
+            timestamp_ms: int | None = None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Writes exactly ``counts_per_partition[p]`` records to partition p and waits for all acks.
+
+    Records are addressed to explicit partitions so the log end offsets are known exactly;
+    ``timestamp_ms`` sets every record's timestamp (for tests of lag in seconds).
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+    failures: list[str] = []
+
+    def on_delivery(error, message) -> None:
+        if error is not None:
+            failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+    for partition, count in enumerate(counts_per_partition):
+        for index in range(count):
+            producer.produce(topic, key=f"key-{partition}-{index}".encode(),
+                             value=f"value-{index}".encode(), partition=partition,
+                             timestamp=timestamp_ms or 0, on_delivery=on_delivery)
+            producer.poll(0)
+    unsent = producer.flush(timeout)
+    if unsent or failures:
+        raise RuntimeError(f"producing to {topic}: {unsent} records unsent, failures {failures}")
+
+
+def commit_without_joining(bootstrap: str, group: str,
+                           offsets: Mapping[tuple[str, int], int],
+                           timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Commits ``{(topic, partition): offset}`` for a group that never joins: a simple group.
+
+    This is what a Flink KafkaSource does on checkpoint: assign() partitions, commit their
+    offsets, and never subscribe, so the group has committed offsets but no members.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "socket.timeout.ms": int(timeout * 1000)})
+    try:
+        partitions = [TopicPartition(topic, partition, offset)
+                      for (topic, partition), offset in offsets.items()]
+        consumer.assign(partitions)
+        committed = consumer.commit(offsets=partitions, asynchronous=False)
+        failed = [tp for tp in committed if tp.error is not None]
+        if failed:
+            raise RuntimeError(f"commit for simple group {group} failed: {failed}")
+    finally:
+        consumer.close()
+
+
+class SubscribedConsumer:
+    """A real group member that consumes, commits once, then pauses and keeps heartbeating.
+
+    While running, its group is active (Stable, one member) and its committed offsets are fixed at
+    ``commit_at`` per partition (or the partition's end if smaller), so the lag Kafka reports
+    stays constant however often it is read. ``stop()`` closes the consumer, which leaves the
+    group: the group becomes Empty and keeps the committed offsets.
+
+    ``protocol`` is the client's ``group.protocol``: "classic" (JoinGroup/SyncGroup) or
+    "consumer" (the KIP-848 protocol, where the broker assigns partitions).
+    """
+
+    def __init__(self, bootstrap: str, group: str, topics: Sequence[str], commit_at: int,
+                 protocol: str = "classic") -> None:
+        self.group = group
+        self.topics = list(topics)
+        self.commit_at = commit_at
+        self._config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": protocol,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+        self._committed = threading.Event()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"consumer-{group}",
+                                        daemon=True)
+
+    def start(self, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> SubscribedConsumer:
+        """Starts consuming; returns once the offsets are committed and the assignment paused."""
+        self._thread.start()
+        if not self._committed.wait(timeout) or self._error is not None:
+            self.stop()
+            raise RuntimeError(
+                f"group {self.group} did not commit within {timeout} s") from self._error
+        return self
+
+    def stop(self, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        """Closes the consumer (leaving the group) and waits for its thread to finish."""
+        self._stop.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"consumer of group {self.group} did not close in {timeout} s")
+
+    def __enter__(self) -> SubscribedConsumer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        consumer = Consumer(self._config)
+        try:
+            consumer.subscribe(self.topics)
+            targets = self._consume_up_to_targets(consumer)
+            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in targets.items()],
+                            asynchronous=False)
+            consumer.pause(consumer.assignment())
+            self._committed.set()
+            # Polling keeps the member alive (max.poll.interval.ms); paused, it reads nothing.
+            while not self._stop.is_set():
+                consumer.poll(0.2)
+        except BaseException as error:  # surfaced to start() instead of dying silently
+            self._error = error
+        finally:
+            consumer.close()
+
+    def _consume_up_to_targets(self, consumer: Consumer) -> dict[tuple[str, int], int]:
+        """Reads until every partition of the topics is assigned and read to its target.
+
+        Waiting for the whole assignment matters with the "consumer" protocol, where the broker
+        may hand partitions over in several steps. Returns the offsets to commit.
+        """
+        wanted = {(topic, partition)
+                  for topic in self.topics
+                  for partition in consumer.list_topics(
+                      topic, timeout=DEFAULT_TIMEOUT_SECONDS).topics[topic].partitions}
+        targets: dict[tuple[str, int], int] = {}
+        positions: dict[tuple[str, int], int] = {}
+        while not self._stop.is_set():
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is not None:
+                raise KafkaException(message.error())
+            if message is not None:
+                positions[(message.topic(), message.partition())] = message.offset() + 1
+            if not targets:
+                assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+                if assigned != wanted:
+                    continue
+                targets = {key: self._target(consumer, TopicPartition(*key)) for key in wanted}
+            if all(positions.get(key, 0) >= target for key, target in targets.items()):
+                return targets
+        raise RuntimeError(f"group {self.group} stopped before reaching its commit targets")
+
+    def _target(self, consumer: Consumer, partition: TopicPartition) -> int:
+        _, high = consumer.get_watermark_offsets(partition, timeout=DEFAULT_TIMEOUT_SECONDS)
+        return min(self.commit_at, high)
+
+
+def delete_records_before(bootstrap: str, topic: str, offsets: Mapping[int, int],
+                          timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Deletes records below ``offsets[partition]``, moving each partition's earliest offset.
+
+    This is what retention does to an old log, without waiting for it.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, offset)
+                                    for partition, offset in offsets.items()],
+                                   request_timeout=timeout)
+    for future in futures.values():
+        future.result(timeout=timeout)
+
+
+def make_empty_group(bootstrap: str, group: str, topics: Sequence[str], commit_at: int,
+                     protocol: str = "classic") -> None:
+    """A group whose only member consumed, committed ``commit_at`` per partition, and left."""
+    SubscribedConsumer(bootstrap, group, topics, commit_at, protocol).start().stop()
