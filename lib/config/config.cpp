@@ -248,13 +248,148 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
+std::string ReadSecretFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
+  const std::string file_name = reader.String(node, path);
+  std::ifstream file(file_name, std::ios::binary);
+  if (!file) reader.Fail(node, path, "cannot read \"" + file_name + "\"");
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string secret = text.str();
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  return secret;
+}
+
+FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node,
+                                    const std::string& path,
+                                    const std::vector<KafkaClusterConfig>& kafka) {
+  reader.RequireMap(node, path);
+  reader.RequireOnlyKeys(
+      node, path,
+      {"name", "rest_url", "kafka_cluster", "poll_interval", "request_timeout",
+       "max_concurrent_requests", "max_response_bytes", "tls", "auth", "jobs", "groups"});
+  FlinkClusterConfig cluster;
+  if (!node["name"]) reader.Fail(node, path, "missing required key \"name\"");
+  cluster.name = reader.String(node["name"], path + ".name");
+  static const std::regex kName("^[A-Za-z0-9_.:-]+$");
+  if (!std::regex_match(cluster.name, kName)) {
+    reader.Fail(node["name"], path + ".name",
+                "\"" + cluster.name + "\" must be non-empty and use only letters, digits and _.:-");
+  }
+  if (!node["rest_url"]) reader.Fail(node, path, "missing required key \"rest_url\"");
+  cluster.rest_url = reader.String(node["rest_url"], path + ".rest_url");
+  static const std::regex kUrl(R"(^https?://(\[[^\]]+\]|[^/:]+)(:[0-9]{1,5})?(/.*)?$)");
+  if (!std::regex_match(cluster.rest_url, kUrl)) {
+    reader.Fail(node["rest_url"], path + ".rest_url",
+                "\"" + cluster.rest_url + "\" is not an http:// or https:// URL");
+  }
+  const auto require_kafka_cluster = [&](const YAML::Node& value, const std::string& value_path) {
+    const std::string name = reader.String(value, value_path);
+    for (const KafkaClusterConfig& k : kafka) {
+      if (k.name == name) return name;
+    }
+    reader.Fail(value, value_path, "names no configured kafka cluster (\"" + name + "\")");
+  };
+  if (node["kafka_cluster"]) {
+    cluster.kafka_cluster = require_kafka_cluster(node["kafka_cluster"], path + ".kafka_cluster");
+  }
+  constexpr milliseconds kMinimumPeriod{100};
+  if (node["poll_interval"]) {
+    cluster.poll_interval =
+        reader.Duration(node["poll_interval"], path + ".poll_interval", kMinimumPeriod);
+  }
+  if (node["request_timeout"]) {
+    cluster.request_timeout =
+        reader.Duration(node["request_timeout"], path + ".request_timeout", kMinimumPeriod);
+  }
+  if (node["max_concurrent_requests"]) {
+    cluster.max_concurrent_requests =
+        reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 64);
+  }
+  if (node["max_response_bytes"]) {
+    cluster.max_response_bytes = static_cast<std::size_t>(
+        reader.Integer(node["max_response_bytes"], path + ".max_response_bytes", 1024, 1 << 30));
+  }
+  if (const YAML::Node tls = node["tls"]) {
+    const std::string tls_path = path + ".tls";
+    reader.RequireMap(tls, tls_path);
+    reader.RequireOnlyKeys(tls, tls_path,
+                           {"ca_file", "cert_file", "key_file", "insecure_skip_verify"});
+    if (tls["ca_file"]) cluster.tls_ca_file = reader.String(tls["ca_file"], tls_path + ".ca_file");
+    if (tls["cert_file"])
+      cluster.tls_cert_file = reader.String(tls["cert_file"], tls_path + ".cert_file");
+    if (tls["key_file"])
+      cluster.tls_key_file = reader.String(tls["key_file"], tls_path + ".key_file");
+    if (cluster.tls_cert_file.empty() != cluster.tls_key_file.empty()) {
+      reader.Fail(tls, tls_path, "cert_file and key_file go together");
+    }
+    if (tls["insecure_skip_verify"]) {
+      const std::string value =
+          reader.String(tls["insecure_skip_verify"], tls_path + ".insecure_skip_verify");
+      if (value != "true" && value != "false") {
+        reader.Fail(tls["insecure_skip_verify"], tls_path + ".insecure_skip_verify",
+                    "must be true or false");
+      }
+      cluster.tls_insecure_skip_verify = value == "true";
+    }
+  }
+  if (const YAML::Node auth = node["auth"]) {
+    const std::string auth_path = path + ".auth";
+    reader.RequireMap(auth, auth_path);
+    reader.RequireOnlyKeys(
+        auth, auth_path,
+        {"username", "password", "password_file", "bearer_token", "bearer_token_file"});
+    if (auth["username"])
+      cluster.username = reader.String(auth["username"], auth_path + ".username");
+    if (auth["password"])
+      cluster.password = reader.String(auth["password"], auth_path + ".password");
+    if (auth["password_file"]) {
+      cluster.password =
+          ReadSecretFile(reader, auth["password_file"], auth_path + ".password_file");
+    }
+    if (auth["bearer_token"]) {
+      cluster.bearer_token = reader.String(auth["bearer_token"], auth_path + ".bearer_token");
+    }
+    if (auth["bearer_token_file"]) {
+      cluster.bearer_token =
+          ReadSecretFile(reader, auth["bearer_token_file"], auth_path + ".bearer_token_file");
+    }
+    if (!cluster.bearer_token.empty() && !cluster.username.empty()) {
+      reader.Fail(auth, auth_path, "use either username/password or a bearer token, not both");
+    }
+  }
+  if (node["jobs"]) cluster.jobs = reader.Filter(node["jobs"], path + ".jobs");
+  if (const YAML::Node groups = node["groups"]) {
+    const std::string groups_path = path + ".groups";
+    if (!groups.IsSequence()) reader.Fail(groups, groups_path, "must be a list of {job, group}");
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const std::string item_path = groups_path + "[" + std::to_string(i) + "]";
+      const YAML::Node item = groups[i];
+      reader.RequireMap(item, item_path);
+      reader.RequireOnlyKeys(item, item_path, {"job", "group", "kafka_cluster"});
+      if (!item["job"]) reader.Fail(item, item_path, "missing required key \"job\"");
+      if (!item["group"]) reader.Fail(item, item_path, "missing required key \"group\"");
+      auto job = Pattern::Compile(reader.String(item["job"], item_path + ".job"));
+      if (!job) reader.Fail(item["job"], item_path + ".job", job.error().message);
+      FlinkGroupMapping mapping{std::move(job).value(),
+                                reader.String(item["group"], item_path + ".group"),
+                                cluster.kafka_cluster};
+      if (item["kafka_cluster"]) {
+        mapping.kafka_cluster =
+            require_kafka_cluster(item["kafka_cluster"], item_path + ".kafka_cluster");
+      }
+      cluster.groups.push_back(std::move(mapping));
+    }
+  }
+  return cluster;
+}
+
 Config ReadConfig(const Reader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.Fail(root, "",
                 "the configuration is empty; it needs at least one source under \"kafka\"");
   }
   reader.RequireMap(root, "");
-  reader.RequireOnlyKeys(root, "", {"kafka"});
+  reader.RequireOnlyKeys(root, "", {"kafka", "flink"});
   Config config;
   const YAML::Node kafka = root["kafka"];
   if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
@@ -273,6 +408,22 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
                       std::to_string(it->second) + ")");
     }
     config.kafka.push_back(std::move(cluster));
+  }
+  if (const YAML::Node flink = root["flink"]; flink && !flink.IsNull()) {
+    if (!flink.IsSequence()) reader.Fail(flink, "flink", "must be a list of clusters");
+    std::map<std::string, int> first_line_of_flink_name;
+    for (std::size_t i = 0; i < flink.size(); ++i) {
+      const std::string path = "flink[" + std::to_string(i) + "]";
+      FlinkClusterConfig cluster = ReadFlinkCluster(reader, flink[i], path, config.kafka);
+      const auto [it, inserted] =
+          first_line_of_flink_name.emplace(cluster.name, flink[i]["name"].Mark().line + 1);
+      if (!inserted) {
+        reader.Fail(flink[i]["name"], path + ".name",
+                    "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
+                        std::to_string(it->second) + ")");
+      }
+      config.flink.push_back(std::move(cluster));
+    }
   }
   return config;
 }

@@ -39,8 +39,40 @@ struct KafkaClusterConfig {
   friend bool operator==(const KafkaClusterConfig&, const KafkaClusterConfig&) = default;
 };
 
+// An explicit association of Flink jobs (by name) with the consumer group their source commits to.
+struct FlinkGroupMapping {
+  Pattern job;  // full match on the job name
+  std::string group;
+  std::string kafka_cluster;  // empty: the Flink cluster's kafka_cluster
+
+  friend bool operator==(const FlinkGroupMapping&, const FlinkGroupMapping&) = default;
+};
+
+struct FlinkClusterConfig {
+  std::string name;      // the flink_cluster label
+  std::string rest_url;  // http(s)://host:port[/prefix] of the JobManager's REST API
+  // The Kafka cluster (by name) its sources read; empty: match against every configured one.
+  std::string kafka_cluster;
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  int max_concurrent_requests = 4;
+  std::size_t max_response_bytes = 32 * 1024 * 1024;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool tls_insecure_skip_verify = false;
+  std::string username;  // basic auth, with password
+  std::string password;
+  std::string bearer_token;
+  NameFilter jobs;
+  std::vector<FlinkGroupMapping> groups;
+
+  friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
+};
+
 struct Config {
   std::vector<KafkaClusterConfig> kafka;
+  std::vector<FlinkClusterConfig> flink;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

@@ -1,0 +1,224 @@
+#include "flink/http_client.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <deque>
+#include <regex>
+#include <utility>  // Boost 1.74 awaitable.hpp uses std::exchange without including it
+#include <variant>
+
+namespace lagsight::flink {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace beast_http = boost::beast::http;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+struct Connection {
+  std::variant<std::unique_ptr<PlainStream>, std::unique_ptr<TlsStream>> stream;
+  beast::flat_buffer buffer;
+};
+
+template <typename Stream>
+beast::tcp_stream& Lowest(Stream& stream) {
+  return beast::get_lowest_layer(stream);
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+  asio::any_io_executor executor;
+  HttpClientOptions options;
+  bool tls = false;
+  std::string host;
+  std::string port;
+  std::string path_prefix;
+  std::unique_ptr<asio::ssl::context> tls_context;
+  std::vector<std::unique_ptr<Connection>> idle;
+  int in_flight = 0;
+  std::deque<asio::steady_timer*> waiting;  // requests waiting for a slot, oldest first
+
+  asio::awaitable<Result<std::unique_ptr<Connection>>> Connect(Clock::time_point deadline) {
+    beast::error_code error;
+    auto resolver = std::make_shared<tcp::resolver>(executor);
+    asio::steady_timer resolve_timer(executor, deadline);
+    resolve_timer.async_wait([resolver](beast::error_code timer_error) {
+      if (!timer_error) resolver->cancel();
+    });
+    const auto endpoints = co_await resolver->async_resolve(
+        host, port, asio::redirect_error(asio::use_awaitable, error));
+    resolve_timer.cancel();
+    if (error) co_return Error{"resolving " + host + ": " + error.message()};
+
+    auto connection = std::make_unique<Connection>();
+    if (!tls) {
+      auto stream = std::make_unique<PlainStream>(executor);
+      stream->expires_at(deadline);
+      co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
+      if (error) co_return Error{"connecting to " + host + ":" + port + ": " + error.message()};
+      connection->stream = std::move(stream);
+      co_return connection;
+    }
+    auto stream = std::make_unique<TlsStream>(executor, *tls_context);
+    Lowest(*stream).expires_at(deadline);
+    co_await Lowest(*stream).async_connect(endpoints,
+                                           asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"connecting to " + host + ":" + port + ": " + error.message()};
+    if (!SSL_set_tlsext_host_name(stream->native_handle(), host.c_str())) {
+      co_return Error{"TLS: cannot set the server name " + host};
+    }
+    if (!options.insecure_skip_verify) {
+      stream->set_verify_callback(asio::ssl::host_name_verification(host));
+    }
+    co_await stream->async_handshake(asio::ssl::stream_base::client,
+                                     asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"TLS handshake with " + host + ": " + error.message()};
+    connection->stream = std::move(stream);
+    co_return connection;
+  }
+
+  template <typename Stream>
+  asio::awaitable<Result<HttpResponse>> Exchange(Stream& stream, beast::flat_buffer& buffer,
+                                                 const std::string& target,
+                                                 Clock::time_point deadline, bool& keep_alive) {
+    beast::error_code error;
+    beast_http::request<beast_http::empty_body> request(beast_http::verb::get, path_prefix + target,
+                                                        11);
+    request.set(beast_http::field::host, host);
+    request.set(beast_http::field::user_agent, "lagsight");
+    request.set(beast_http::field::accept, "application/json");
+    if (!options.authorization.empty())
+      request.set(beast_http::field::authorization, options.authorization);
+    request.keep_alive(true);
+    Lowest(stream).expires_at(deadline);
+    co_await beast_http::async_write(stream, request,
+                                     asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"sending " + target + ": " + error.message()};
+
+    beast_http::response_parser<beast_http::string_body> parser;
+    parser.header_limit(64 * 1024);
+    parser.body_limit(options.max_body_bytes);
+    co_await beast_http::async_read(stream, buffer, parser,
+                                    asio::redirect_error(asio::use_awaitable, error));
+    if (error == beast_http::error::body_limit) {
+      co_return Error{target + ": response larger than " + std::to_string(options.max_body_bytes) +
+                      " bytes"};
+    }
+    if (error) co_return Error{"reading " + target + ": " + error.message()};
+    keep_alive = parser.get().keep_alive();
+    co_return HttpResponse{parser.get().result_int(), std::move(parser.get().body())};
+  }
+
+  // Releases the slot taken by a request and lets the next waiting one go.
+  struct Slot {
+    Impl* impl;
+    ~Slot() {
+      --impl->in_flight;
+      if (!impl->waiting.empty()) {
+        impl->waiting.front()->cancel();
+        impl->waiting.pop_front();
+      }
+    }
+  };
+};
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpClient::~HttpClient() = default;
+
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(asio::any_io_executor executor,
+                                                       HttpClientOptions options) {
+  static const std::regex kUrl(R"(^(https?)://(\[[^\]]+\]|[^/:]+)(?::([0-9]{1,5}))?(/.*)?$)");
+  std::smatch match;
+  if (!std::regex_match(options.base_url, match, kUrl)) {
+    return Error{"\"" + options.base_url + "\" is not an http:// or https:// URL"};
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->tls = match[1] == "https";
+  impl->host = match[2];
+  if (impl->host.front() == '[') impl->host = impl->host.substr(1, impl->host.size() - 2);
+  impl->port = match[3].matched ? match[3].str() : (impl->tls ? "443" : "80");
+  impl->path_prefix = match[4].matched ? match[4].str() : "";
+  while (!impl->path_prefix.empty() && impl->path_prefix.back() == '/')
+    impl->path_prefix.pop_back();
+  if (impl->tls) {
+    impl->tls_context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    beast::error_code error;
+    if (options.ca_file.empty()) {
+      impl->tls_context->set_default_verify_paths(error);
+    } else {
+      impl->tls_context->load_verify_file(options.ca_file, error);
+    }
+    if (error) return Error{"TLS CA \"" + options.ca_file + "\": " + error.message()};
+    if (!options.cert_file.empty()) {
+      impl->tls_context->use_certificate_chain_file(options.cert_file, error);
+      if (error) return Error{"TLS certificate \"" + options.cert_file + "\": " + error.message()};
+      impl->tls_context->use_private_key_file(options.key_file, asio::ssl::context::pem, error);
+      if (error) return Error{"TLS key \"" + options.key_file + "\": " + error.message()};
+    }
+    impl->tls_context->set_verify_mode(options.insecure_skip_verify ? asio::ssl::verify_none
+                                                                    : asio::ssl::verify_peer);
+  }
+  impl->executor = std::move(executor);
+  impl->options = std::move(options);
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+asio::awaitable<Result<HttpResponse>> HttpClient::Get(std::string target) {
+  Impl& impl = *impl_;
+  while (impl.in_flight >= impl.options.max_in_flight) {
+    asio::steady_timer turn(impl.executor, Clock::time_point::max());
+    impl.waiting.push_back(&turn);
+    beast::error_code ignored;
+    co_await turn.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+  ++impl.in_flight;
+  const Impl::Slot slot{&impl};
+  const Clock::time_point deadline = Clock::now() + impl.options.timeout;
+
+  // A reused keep-alive connection may have been closed by the server meanwhile: on failure,
+  // try once more on a fresh one.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<Connection> connection;
+    const bool reused = !impl.idle.empty();
+    if (reused) {
+      connection = std::move(impl.idle.back());
+      impl.idle.pop_back();
+    } else {
+      auto connected = co_await impl.Connect(deadline);
+      if (!connected) co_return connected.error();
+      connection = std::move(connected).value();
+    }
+    bool keep_alive = false;
+    Result<HttpResponse> response = Error{""};
+    if (auto* plain = std::get_if<std::unique_ptr<PlainStream>>(&connection->stream)) {
+      response = co_await impl.Exchange(**plain, connection->buffer, target, deadline, keep_alive);
+    } else {
+      auto& tls_stream = std::get<std::unique_ptr<TlsStream>>(connection->stream);
+      response =
+          co_await impl.Exchange(*tls_stream, connection->buffer, target, deadline, keep_alive);
+    }
+    if (!response && reused && Clock::now() < deadline) continue;
+    if (response && keep_alive &&
+        impl.idle.size() < static_cast<std::size_t>(impl.options.max_in_flight)) {
+      impl.idle.push_back(std::move(connection));
+    }
+    co_return response;
+  }
+  co_return Error{"unreachable"};
+}
+
+}  // namespace lagsight::flink

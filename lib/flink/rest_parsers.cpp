@@ -1,0 +1,339 @@
+#include "flink/rest_parsers.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace lagsight::flink {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+Result<element> Parse(simdjson::dom::parser& parser, std::string_view body, const char* what) {
+  element root;
+  if (const auto error = parser.parse(body.data(), body.size()).get(root)) {
+    return Error{std::string(what) + ": not JSON: " + simdjson::error_message(error)};
+  }
+  return root;
+}
+
+std::optional<std::string_view> String(object o, std::string_view key) {
+  std::string_view value;
+  if (o[key].get(value)) return std::nullopt;
+  return value;
+}
+
+// Numbers may come as integers, doubles or (metric values) strings.
+std::optional<double> Number(element e) {
+  if (double d; !e.get(d)) return std::isfinite(d) ? std::optional(d) : std::nullopt;
+  if (std::int64_t i; !e.get(i)) return static_cast<double>(i);
+  if (std::uint64_t u; !e.get(u)) return static_cast<double>(u);
+  if (std::string_view s; !e.get(s)) {
+    double d = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(d)) return d;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> Number(object o, std::string_view key) {
+  element e;
+  if (o[key].get(e)) return std::nullopt;
+  return Number(e);
+}
+
+std::optional<std::int64_t> Integer(object o, std::string_view key) {
+  const auto value = Number(o, key);
+  if (!value) return std::nullopt;
+  return static_cast<std::int64_t>(*value);
+}
+
+bool IsCheckpointingDisabled(unsigned status, std::string_view body) {
+  return status == 404 && body.find("Checkpointing has not been enabled") != std::string_view::npos;
+}
+
+Result<object> ObjectOf(element root, const char* what) {
+  object o;
+  if (root.get(o)) return Error{std::string(what) + ": expected a JSON object"};
+  return o;
+}
+
+}  // namespace
+
+Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "jobs overview");
+  if (!root) return root.error();
+  auto top = ObjectOf(*root, "jobs overview");
+  if (!top) return top.error();
+  array jobs;
+  if ((*top)["jobs"].get(jobs)) return Error{"jobs overview: no \"jobs\" list"};
+  std::vector<JobOverview> out;
+  for (element job : jobs) {
+    object o;
+    if (job.get(o)) continue;
+    const auto id = String(o, "jid");
+    if (!id) continue;
+    out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
+                   std::string(String(o, "state").value_or("UNKNOWN")), Integer(o, "start-time")});
+  }
+  return out;
+}
+
+Result<std::vector<Vertex>> ParseJobVertices(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "job details");
+  if (!root) return root.error();
+  auto top = ObjectOf(*root, "job details");
+  if (!top) return top.error();
+  array vertices;
+  if ((*top)["vertices"].get(vertices)) return Error{"job details: no \"vertices\" list"};
+  std::vector<Vertex> out;
+  for (element vertex : vertices) {
+    object o;
+    if (vertex.get(o)) continue;
+    const auto id = String(o, "id");
+    if (!id) continue;
+    out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
+                   static_cast<int>(Integer(o, "parallelism").value_or(0))});
+  }
+  return out;
+}
+
+Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view body) {
+  CheckpointStats stats;
+  if (IsCheckpointingDisabled(http_status, body)) {
+    stats.enabled = false;
+    return stats;
+  }
+  if (http_status != 200) return Error{"checkpoints: HTTP " + std::to_string(http_status)};
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "checkpoints");
+  if (!root) return root.error();
+  auto top = ObjectOf(*root, "checkpoints");
+  if (!top) return top.error();
+  object counts;
+  if ((*top)["counts"].get(counts)) return Error{"checkpoints: no \"counts\" object"};
+  stats.counts.completed = Integer(counts, "completed").value_or(0);
+  stats.counts.failed = Integer(counts, "failed").value_or(0);
+  stats.counts.restored = Integer(counts, "restored").value_or(0);
+  stats.counts.in_progress = Integer(counts, "in_progress").value_or(0);
+
+  object latest;
+  if ((*top)["latest"].get(latest)) return stats;
+  // A savepoint completes like a checkpoint and commits offsets too: the newer of the two counts.
+  for (const char* key : {"completed", "savepoint"}) {
+    object checkpoint;
+    if (latest[key].get(checkpoint)) continue;  // null before the first one
+    const auto acknowledged = Integer(checkpoint, "latest_ack_timestamp");
+    if (!acknowledged) continue;
+    if (stats.latest_completed_timestamp_ms &&
+        *stats.latest_completed_timestamp_ms >= *acknowledged) {
+      continue;
+    }
+    stats.latest_completed_timestamp_ms = acknowledged;
+    stats.latest_completed_id = Integer(checkpoint, "id");
+    stats.latest_duration_ms = Number(checkpoint, "end_to_end_duration");
+    stats.latest_size_bytes = Number(checkpoint, "state_size");
+    if (const auto checkpointed = Number(checkpoint, "checkpointed_size")) {
+      stats.latest_size_bytes = checkpointed;
+    }
+  }
+  object failed;
+  if (!latest["failed"].get(failed))
+    stats.latest_failed_timestamp_ms = Integer(failed, "failure_timestamp");
+  object restored;
+  if (!latest["restored"].get(restored)) {
+    stats.restored_timestamp_ms = Integer(restored, "restore_timestamp");
+    bool savepoint = false;
+    if (!restored["is_savepoint"].get(savepoint)) stats.restored_from_savepoint = savepoint;
+  }
+  return stats;
+}
+
+Result<CheckpointConfig> ParseCheckpointConfig(unsigned http_status, std::string_view body) {
+  CheckpointConfig config;
+  if (IsCheckpointingDisabled(http_status, body)) {
+    config.enabled = false;
+    return config;
+  }
+  if (http_status != 200) return Error{"checkpoint config: HTTP " + std::to_string(http_status)};
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "checkpoint config");
+  if (!root) return root.error();
+  auto top = ObjectOf(*root, "checkpoint config");
+  if (!top) return top.error();
+  config.interval_ms = Number(*top, "interval");
+  // Flink 1.20 and 2.2 answer 200 for a job without checkpointing, with the interval set to
+  // Long.MAX_VALUE (not the 404 older versions sent); an interval of ~292 million years is "off".
+  if (config.interval_ms && *config.interval_ms >= 9.2e18) {
+    config.enabled = false;
+    config.interval_ms.reset();
+  }
+  config.timeout_ms = Number(*top, "timeout");
+  config.min_pause_ms = Number(*top, "min_pause");
+  config.tolerable_failures = Number(*top, "tolerable_failed_checkpoints");
+  return config;
+}
+
+Result<std::vector<std::string>> ParseMetricIds(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "metric list");
+  if (!root) return root.error();
+  array items;
+  if (root->get(items)) return Error{"metric list: expected a JSON array"};
+  std::vector<std::string> ids;
+  for (element item : items) {
+    object o;
+    if (item.get(o)) continue;
+    if (const auto id = String(o, "id")) ids.emplace_back(*id);
+  }
+  return ids;
+}
+
+Result<std::map<std::string, std::optional<double>>> ParseMetricValues(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "metric values");
+  if (!root) return root.error();
+  array items;
+  if (root->get(items)) return Error{"metric values: expected a JSON array"};
+  std::map<std::string, std::optional<double>> values;
+  for (element item : items) {
+    object o;
+    if (item.get(o)) continue;
+    const auto id = String(o, "id");
+    if (!id) continue;
+    values[std::string(*id)] = Number(o, "value");
+  }
+  return values;
+}
+
+std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
+  using Kind = SourceMetricId::Kind;
+  const std::size_t first_dot = id.find('.');
+  if (first_dot == std::string_view::npos) return std::nullopt;
+  SourceMetricId result;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + first_dot, result.subtask);
+  if (ec != std::errc() || end != id.data() + first_dot) return std::nullopt;
+  const std::string_view rest = id.substr(first_dot + 1);
+  const auto ends_with = [&](std::string_view suffix) {
+    return rest.size() >= suffix.size() && rest.substr(rest.size() - suffix.size()) == suffix &&
+           (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '.');
+  };
+
+  // Per partition:
+  // "<operator>.KafkaSourceReader.topic.<topic>.partition.<p>.<currentOffset|committedOffset>"
+  constexpr std::string_view kTopicMarker = ".KafkaSourceReader.topic.";
+  if (const std::size_t topic_at = rest.find(kTopicMarker); topic_at != std::string_view::npos) {
+    const std::string_view tail = rest.substr(topic_at + kTopicMarker.size());
+    const std::size_t partition_at = tail.rfind(".partition.");
+    if (partition_at == std::string_view::npos) return std::nullopt;
+    const std::string_view after =
+        tail.substr(partition_at + std::string_view(".partition.").size());
+    const std::size_t dot = after.find('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    const std::string_view metric = after.substr(dot + 1);
+    if (metric == "currentOffset") {
+      result.kind = Kind::kCurrentOffset;
+    } else if (metric == "committedOffset") {
+      result.kind = Kind::kCommittedOffset;
+    } else {
+      return std::nullopt;
+    }
+    MetricTopicPartition tp;
+    tp.escaped_topic = std::string(tail.substr(0, partition_at));
+    const auto [pend, pec] = std::from_chars(after.data(), after.data() + dot, tp.partition);
+    if (pec != std::errc() || pend != after.data() + dot || tp.escaped_topic.empty())
+      return std::nullopt;
+    result.partition = std::move(tp);
+    return result;
+  }
+  static constexpr std::pair<std::string_view, Kind> kSuffixes[] = {
+      {"KafkaSourceReader.commitsSucceeded", Kind::kCommitsSucceeded},
+      {"KafkaSourceReader.commitsFailed", Kind::kCommitsFailed},
+      {"KafkaSourceReader.KafkaConsumer.records-lag-max", Kind::kRecordsLagMax},
+      {"pendingRecords", Kind::kPendingRecords},
+      {"currentEmitEventTimeLag", Kind::kEmitEventTimeLag},
+      {"watermarkLag", Kind::kWatermarkLag},
+  };
+  for (const auto& [suffix, kind] : kSuffixes) {
+    if (ends_with(suffix)) {
+      result.kind = kind;
+      return result;
+    }
+  }
+  // Task-level metrics carry no operator scope: "<subtask>.busyTimeMsPerSecond".
+  if (rest == "busyTimeMsPerSecond")
+    result.kind = Kind::kBusyTime;
+  else if (rest == "backPressuredTimeMsPerSecond")
+    result.kind = Kind::kBackPressuredTime;
+  else if (rest == "idleTimeMsPerSecond")
+    result.kind = Kind::kIdleTime;
+  else
+    return std::nullopt;
+  return result;
+}
+
+SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
+                                  const std::map<std::string, std::optional<double>>& values) {
+  using Kind = SourceMetricId::Kind;
+  SourceReader reader;
+  reader.vertex_id = std::move(vertex_id);
+  reader.name = std::move(name);
+  const auto sum = [](std::optional<double>& into, double value) {
+    into = into.value_or(0) + value;
+  };
+  const auto max = [](std::optional<double>& into, double value) {
+    into = std::max(into.value_or(value), value);
+  };
+  for (const auto& [id, value] : values) {
+    if (!value) continue;
+    const auto classified = ClassifySourceMetricId(id);
+    if (!classified) continue;
+    switch (classified->kind) {
+      case Kind::kCurrentOffset:
+      case Kind::kCommittedOffset: {
+        if (*value < 0) break;  // -1: the reader has no position for it (yet)
+        auto& offsets = reader.partitions[*classified->partition];
+        auto& slot = classified->kind == Kind::kCurrentOffset ? offsets.current : offsets.committed;
+        // After a rescale two subtasks may briefly both report a partition: the furthest wins.
+        slot = std::max(slot.value_or(0), static_cast<std::int64_t>(*value));
+        break;
+      }
+      case Kind::kCommitsSucceeded:
+        sum(reader.commits_succeeded, *value);
+        break;
+      case Kind::kCommitsFailed:
+        sum(reader.commits_failed, *value);
+        break;
+      case Kind::kPendingRecords:
+        sum(reader.pending_records, *value);
+        break;
+      case Kind::kRecordsLagMax:
+        max(reader.records_lag_max, *value);
+        break;
+      case Kind::kEmitEventTimeLag:
+        max(reader.emit_event_time_lag_ms, *value);
+        break;
+      case Kind::kWatermarkLag:
+        max(reader.watermark_lag_ms, *value);
+        break;
+      case Kind::kBusyTime:
+        max(reader.busy_ms_per_second, *value);
+        break;
+      case Kind::kBackPressuredTime:
+        max(reader.backpressured_ms_per_second, *value);
+        break;
+      case Kind::kIdleTime:
+        max(reader.idle_ms_per_second, *value);
+        break;
+    }
+  }
+  return reader;
+}
+
+}  // namespace lagsight::flink

@@ -1,0 +1,63 @@
+// Parsers of Flink REST API responses: bytes in, plain structs or an Error out. No I/O, so
+// every parser is unit-tested on recorded responses of real Flink versions and on garbage.
+//
+// Tolerant by design: fields missing in one Flink version or added in another are ignored or left
+// empty; only a response that is not JSON or not the expected shape is an error. A body larger
+// than the caller's limit never reaches these functions (the HTTP client refuses it).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "flink/snapshot.h"
+
+namespace lagsight::flink {
+
+Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body);
+
+// The vertices of GET /jobs/:jid.
+Result<std::vector<Vertex>> ParseJobVertices(std::string_view body);
+
+// GET /jobs/:jid/checkpoints; a 404 "Checkpointing has not been enabled." is a state, not an error.
+Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view body);
+Result<CheckpointConfig> ParseCheckpointConfig(unsigned http_status, std::string_view body);
+
+// GET .../metrics without `get`: the metric ids.
+Result<std::vector<std::string>> ParseMetricIds(std::string_view body);
+
+// GET .../metrics?get=...: id -> value; a value that is not a finite number ("NaN",
+// "-Infinity", garbage) is an empty optional.
+Result<std::map<std::string, std::optional<double>>> ParseMetricValues(std::string_view body);
+
+// A vertex metric id taken apart: "<subtask>.<scope...>.<name>".
+struct SourceMetricId {
+  int subtask = 0;
+  enum class Kind {
+    kCurrentOffset,
+    kCommittedOffset,
+    kCommitsSucceeded,
+    kCommitsFailed,
+    kPendingRecords,
+    kRecordsLagMax,
+    kEmitEventTimeLag,
+    kWatermarkLag,
+    kBusyTime,
+    kBackPressuredTime,
+    kIdleTime,
+  } kind = Kind::kCurrentOffset;
+  std::optional<MetricTopicPartition> partition;  // for the two offset kinds
+};
+
+// Recognises the ids lagsight reads from a source vertex; std::nullopt for all others.
+std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id);
+
+// Folds the values of one source vertex's metrics (ids as classified above) into a reader:
+// counters summed over subtasks, lags and time ratios maxed, offsets per partition ("-1" = unset).
+SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
+                                  const std::map<std::string, std::optional<double>>& values);
+
+}  // namespace lagsight::flink

@@ -1,0 +1,98 @@
+// FlinkSnapshot: what one poll of one Flink cluster's REST API saw, as plain data.
+//
+// Produced by flink::Collector from the parsers in rest_parsers.h; consumed by the pure join
+// with the Kafka half and by the metrics renderer. Values Flink did not report (a missing field,
+// "NaN") are empty optionals, never invented. Immutable once published.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lagsight::flink {
+
+struct JobOverview {
+  std::string id;
+  std::string name;
+  std::string state;  // RUNNING, FAILING, ... as Flink names it
+  std::optional<std::int64_t> start_time_ms;
+};
+
+struct Vertex {
+  std::string id;
+  std::string name;
+  int parallelism = 0;
+};
+
+struct CheckpointCounts {
+  std::int64_t completed = 0;
+  std::int64_t failed = 0;
+  std::int64_t restored = 0;
+  std::int64_t in_progress = 0;
+};
+
+struct CheckpointStats {
+  bool enabled = true;  // false: Flink answered "Checkpointing has not been enabled."
+  CheckpointCounts counts;
+  // Of the latest completed checkpoint (or savepoint, whichever is newer).
+  std::optional<std::int64_t> latest_completed_id;
+  std::optional<std::int64_t> latest_completed_timestamp_ms;  // latest acknowledgement
+  std::optional<double> latest_duration_ms;
+  std::optional<double> latest_size_bytes;
+  std::optional<std::int64_t> latest_failed_timestamp_ms;
+  std::optional<std::int64_t> restored_timestamp_ms;
+  std::optional<bool> restored_from_savepoint;
+};
+
+struct CheckpointConfig {
+  bool enabled = true;
+  std::optional<double> interval_ms;
+  std::optional<double> timeout_ms;
+  std::optional<double> min_pause_ms;
+  std::optional<double> tolerable_failures;
+};
+
+// The Kafka topic as it appears in a metric id: dots replaced by '_' (FACTS.md).
+struct MetricTopicPartition {
+  std::string escaped_topic;
+  std::int32_t partition = 0;
+  friend auto operator<=>(const MetricTopicPartition&, const MetricTopicPartition&) = default;
+};
+
+struct SourceOffsets {
+  std::optional<std::int64_t> current;    // offset of the last record read
+  std::optional<std::int64_t> committed;  // next offset, as committed on the last checkpoint
+};
+
+// One source vertex's KafkaSourceReader metrics, combined over its subtasks.
+struct SourceReader {
+  std::string vertex_id;
+  std::string name;  // vertex name, e.g. "Source: orders-source"
+  std::map<MetricTopicPartition, SourceOffsets> partitions;
+  std::optional<double> commits_succeeded;  // summed over subtasks
+  std::optional<double> commits_failed;
+  std::optional<double> pending_records;
+  std::optional<double> records_lag_max;         // maxed
+  std::optional<double> emit_event_time_lag_ms;  // maxed
+  std::optional<double> watermark_lag_ms;        // maxed
+  std::optional<double> busy_ms_per_second;      // maxed: the busiest subtask limits the vertex
+  std::optional<double> backpressured_ms_per_second;
+  std::optional<double> idle_ms_per_second;
+};
+
+struct FlinkJob {
+  JobOverview overview;
+  std::vector<Vertex> vertices;
+  CheckpointStats checkpoints;
+  CheckpointConfig checkpoint_config;
+  std::vector<SourceReader> sources;
+};
+
+struct FlinkSnapshot {
+  std::vector<FlinkJob> jobs;  // running jobs (after the job filter), by id
+  std::vector<std::string> partial_errors;
+};
+
+}  // namespace lagsight::flink
