@@ -7,10 +7,9 @@
 // io_context; one poll at a time per instance.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
 #include <memory>
-#include <utility>  // must precede awaitable.hpp in Boost 1.74 (std::exchange)
 
+#include "common/awaitable.h"
 #include "config/config.h"
 #include "flink/http_client.h"
 #include "flink/snapshot.h"

@@ -12,7 +12,6 @@
 #include <boost/beast/ssl.hpp>
 #include <deque>
 #include <regex>
-#include <utility>  // Boost 1.74 awaitable.hpp uses std::exchange without including it
 #include <variant>
 
 namespace lagsight::flink {

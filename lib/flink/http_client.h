@@ -7,13 +7,12 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>  // must precede awaitable.hpp in Boost 1.74 (std::exchange)
 
+#include "common/awaitable.h"
 #include "common/result.h"
 
 namespace lagsight::flink {

@@ -1,0 +1,409 @@
+package dev.lagsight.harness;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.serialization.SimpleStringSchema;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+
+/**
+ * A Flink session in one JVM for lagsight's tests: an in-process MiniCluster whose REST endpoint
+ * listens on 127.0.0.1, running one or more small streaming jobs that read Kafka with
+ * {@code KafkaSource}, slow each record down by a configurable delay, and discard the result.
+ *
+ * <p>The same source compiles against Flink 1.20 and Flink 2.x (it uses only APIs present in
+ * both). Jobs are submitted over the REST endpoint, as a client of a real session cluster would.
+ *
+ * <h2>Arguments</h2>
+ *
+ * <pre>
+ * --rest-port P          REST port on 127.0.0.1 (0, the default: any free port)
+ * --bootstrap HOST:PORT  Kafka bootstrap servers, the default of every job
+ * --savepoint-dir DIR    state.savepoints.dir (savepoints triggered over REST go there)
+ * --checkpoint-dir DIR   keep checkpoints in files under DIR (default: in JobManager memory)
+ * --slots N              task slots of the single TaskManager (default: sum of parallelisms + 2)
+ * --conf KEY=VALUE       any Flink configuration option of the cluster; repeatable, applied last
+ * --job SPEC             one job; repeat for more jobs in the same cluster
+ * </pre>
+ *
+ * <p>A job SPEC is a comma-separated list of {@code key=value}:
+ *
+ * <pre>
+ * name=NAME                  job name (required)
+ * topic=T                    topic to read; repeat the key for several topics (required)
+ * group=G                    consumer group id; empty or absent: none (Flink then commits nothing)
+ * start=committed|earliest|latest   starting offsets (default committed: committed, else earliest)
+ * commit=true|false          commit.offsets.on.checkpoint (default true)
+ * checkpoint=MS              checkpoint interval in ms; 0 disables checkpointing (default 1000)
+ * tolerable-failures=N       tolerable failed checkpoints (default Flink's, or unlimited
+ *                            when fail-checkpoints-file is given)
+ * parallelism=N              parallelism of every operator (default 1)
+ * delay-us=N                 sleep at least N microseconds per record in the map (default 0)
+ * delay-file=PATH            while PATH exists, its integer content replaces delay-us
+ *                            (re-read every 500 ms): lets a test slow down or speed up a job
+ * fail-checkpoints-file=PATH while PATH exists, every checkpoint fails in its asynchronous
+ *                            part (the job keeps running; the failure counts against
+ *                            tolerable-failures)
+ * source=NAME                source operator name (default NAME-source); also its uid
+ * map=NAME                   map operator name (default NAME-map); also its uid
+ * sink=NAME                  sink name (default NAME-sink)
+ * bootstrap=HOST:PORT        overrides --bootstrap
+ * restore=PATH               start from this savepoint or retained checkpoint
+ * allow-non-restored=true    allow state in the savepoint that no operator claims
+ * discovery-ms=MS            partition discovery interval (default: the connector's)
+ * watermarks=monotonous|none event time from the Kafka record timestamps (default) or none
+ * chain=true|false           chain the source with the map (default false: the source is its
+ *                            own vertex, so a slow map backpressures it)
+ * </pre>
+ *
+ * <h2>Output</h2>
+ *
+ * <p>On stdout, one line each, in this order: {@code rest=http://127.0.0.1:PORT} once the REST
+ * endpoint is up, then {@code job name=NAME jid=JOBID} for each submitted job, then
+ * {@code ready}. Logs go to stderr. SIGTERM or SIGINT closes the cluster and exits with 0.
+ */
+public final class KafkaLagJob {
+
+    private KafkaLagJob() {}
+
+    /** One parsed {@code --job} spec. */
+    static final class JobSpec {
+        final Map<String, String> values = new LinkedHashMap<>();
+        final List<String> topics = new ArrayList<>();
+
+        static JobSpec parse(String text) {
+            JobSpec spec = new JobSpec();
+            for (String part : text.split(",")) {
+                if (part.isEmpty()) {
+                    continue;
+                }
+                int eq = part.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("job spec item without key=value: " + part);
+                }
+                String key = part.substring(0, eq);
+                String value = part.substring(eq + 1);
+                if (key.equals("topic")) {
+                    spec.topics.add(value);
+                } else {
+                    spec.values.put(key, value);
+                }
+            }
+            if (!spec.values.containsKey("name") || spec.topics.isEmpty()) {
+                throw new IllegalArgumentException("job spec needs name= and topic=: " + text);
+            }
+            return spec;
+        }
+
+        String get(String key, String fallback) {
+            String value = values.get(key);
+            return value == null ? fallback : value;
+        }
+
+        String name() {
+            return values.get("name");
+        }
+
+        int parallelism() {
+            return Integer.parseInt(get("parallelism", "1"));
+        }
+    }
+
+    /**
+     * The map of the job: optional per-record delay, optional failing checkpoints. With a
+     * fail-checkpoints-file it keeps one meaningless operator-state element whose serializer
+     * throws while that file exists (see FailSwitchSerializer); otherwise it keeps no state.
+     */
+    static final class DelayMap implements MapFunction<String, String>, CheckpointedFunction {
+        private static final long serialVersionUID = 1L;
+
+        private final long delayMicros;
+        private final String delayFile;
+        private final String failCheckpointsFile;
+        private transient long effectiveDelayMicros;
+        private transient long nextDelayFileCheckNanos;
+        private transient boolean initialized;
+        private transient ListState<Integer> failSwitch;
+
+        DelayMap(long delayMicros, String delayFile, String failCheckpointsFile) {
+            this.delayMicros = delayMicros;
+            this.delayFile = delayFile;
+            this.failCheckpointsFile = failCheckpointsFile;
+        }
+
+        @Override
+        public String map(String value) {
+            long delay = currentDelayMicros();
+            if (delay > 0) {
+                long deadline = System.nanoTime() + delay * 1000L;
+                long remaining;
+                while ((remaining = deadline - System.nanoTime()) > 0) {
+                    LockSupport.parkNanos(remaining);
+                }
+            }
+            return value;
+        }
+
+        private long currentDelayMicros() {
+            if (!initialized) {
+                effectiveDelayMicros = delayMicros;
+                initialized = true;
+            }
+            if (delayFile == null) {
+                return effectiveDelayMicros;
+            }
+            long now = System.nanoTime();
+            if (now - nextDelayFileCheckNanos >= 0) {
+                nextDelayFileCheckNanos = now + TimeUnit.MILLISECONDS.toNanos(500);
+                effectiveDelayMicros = delayMicros;
+                try {
+                    String text = Files.readString(Paths.get(delayFile), StandardCharsets.UTF_8).trim();
+                    if (!text.isEmpty()) {
+                        effectiveDelayMicros = Long.parseLong(text);
+                    }
+                } catch (IOException | NumberFormatException e) {
+                    // Absent or unreadable: the configured delay applies.
+                }
+            }
+            return effectiveDelayMicros;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            if (failSwitch != null) {
+                failSwitch.update(List.of(1));
+            }
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            if (failCheckpointsFile != null) {
+                failSwitch = context.getOperatorStateStore().getListState(new ListStateDescriptor<>(
+                        "fail-switch", new FailSwitchSerializer(failCheckpointsFile)));
+            }
+        }
+    }
+
+    static Map<String, String> parseOptions(
+            String[] args, List<JobSpec> jobs, Map<String, String> extraConf) {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            if (!arg.startsWith("--") || i + 1 >= args.length) {
+                throw new IllegalArgumentException("expected --option VALUE, got: " + arg);
+            }
+            String value = args[++i];
+            if (arg.equals("--job")) {
+                jobs.add(JobSpec.parse(value));
+            } else if (arg.equals("--conf")) {
+                int eq = value.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("--conf needs KEY=VALUE, got: " + value);
+                }
+                extraConf.put(value.substring(0, eq), value.substring(eq + 1));
+            } else {
+                options.put(arg.substring(2), value);
+            }
+        }
+        for (String key : options.keySet()) {
+            if (!List.of("rest-port", "bootstrap", "savepoint-dir", "checkpoint-dir", "slots")
+                    .contains(key)) {
+                throw new IllegalArgumentException("unknown option --" + key);
+            }
+        }
+        if (jobs.isEmpty()) {
+            throw new IllegalArgumentException("at least one --job is required");
+        }
+        return options;
+    }
+
+    static Configuration clusterConfiguration(
+            Map<String, String> options, Map<String, String> extraConf, int slots) {
+        Map<String, String> conf = new HashMap<>();
+        conf.put("rest.address", "127.0.0.1");
+        conf.put("rest.bind-address", "127.0.0.1");
+        conf.put("rest.bind-port", options.getOrDefault("rest-port", "0"));
+        // Tests want fresh numbers: the REST metric store and checkpoint statistics are cached.
+        conf.put("metrics.fetcher.update-interval", "1000");
+        conf.put("rest.cache.checkpoint-statistics.timeout", "500 ms");
+        conf.put("taskmanager.numberOfTaskSlots", Integer.toString(slots));
+        conf.put("jobmanager.bind-host", "127.0.0.1");
+        conf.put("taskmanager.bind-host", "127.0.0.1");
+        conf.put("taskmanager.host", "127.0.0.1");
+        // Small network buffers: a slow map then backpressures the source after a few thousand
+        // small records instead of tens of thousands, so backlog shows up in Kafka and in
+        // pendingRecords, and checkpoint barriers do not queue behind huge in-flight data.
+        conf.put("taskmanager.memory.segment-size", "4kb");
+        conf.put("taskmanager.network.memory.buffers-per-channel", "2");
+        conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2");
+        if (options.containsKey("savepoint-dir")) {
+            conf.put("state.savepoints.dir", Paths.get(options.get("savepoint-dir")).toUri().toString());
+        }
+        if (options.containsKey("checkpoint-dir")) {
+            conf.put("state.checkpoints.dir", Paths.get(options.get("checkpoint-dir")).toUri().toString());
+            conf.put("state.checkpoint-storage", "filesystem");
+        }
+        conf.putAll(extraConf);
+        return Configuration.fromMap(conf);
+    }
+
+    static KafkaSource<String> kafkaSource(JobSpec spec, String defaultBootstrap) {
+        String bootstrap = spec.get("bootstrap", defaultBootstrap);
+        if (bootstrap == null) {
+            throw new IllegalArgumentException("job " + spec.name() + ": no bootstrap servers");
+        }
+        KafkaSourceBuilder<String> builder = KafkaSource.<String>builder()
+                .setBootstrapServers(bootstrap)
+                .setTopics(spec.topics)
+                .setValueOnlyDeserializer(new SimpleStringSchema())
+                .setProperty("commit.offsets.on.checkpoint", spec.get("commit", "true"))
+                .setClientIdPrefix(spec.get("source", spec.name() + "-source"));
+        String group = spec.get("group", "");
+        if (!group.isEmpty()) {
+            builder.setGroupId(group);
+        }
+        if (spec.values.containsKey("discovery-ms")) {
+            builder.setProperty("partition.discovery.interval.ms", spec.get("discovery-ms", ""));
+        }
+        String start = spec.get("start", "committed");
+        switch (start) {
+            case "committed":
+                builder.setStartingOffsets(
+                        OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST));
+                break;
+            case "earliest":
+                builder.setStartingOffsets(OffsetsInitializer.earliest());
+                break;
+            case "latest":
+                builder.setStartingOffsets(OffsetsInitializer.latest());
+                break;
+            default:
+                throw new IllegalArgumentException("job " + spec.name() + ": bad start=" + start);
+        }
+        return builder.build();
+    }
+
+    static JobClient submit(JobSpec spec, URI rest, Map<String, String> options) throws Exception {
+        Map<String, String> conf = new HashMap<>();
+        long interval = Long.parseLong(spec.get("checkpoint", "1000"));
+        String failFile = spec.values.get("fail-checkpoints-file");
+        if (interval > 0) {
+            conf.put("execution.checkpointing.interval", interval + " ms");
+            String tolerable = spec.get("tolerable-failures",
+                    failFile != null ? Integer.toString(Integer.MAX_VALUE) : null);
+            if (tolerable != null) {
+                conf.put("execution.checkpointing.tolerable-failed-checkpoints", tolerable);
+            }
+        }
+        if (spec.values.containsKey("restore")) {
+            conf.put("execution.state-recovery.path", spec.get("restore", ""));
+            conf.put("execution.state-recovery.ignore-unclaimed-state",
+                    spec.get("allow-non-restored", "false"));
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createRemoteEnvironment(
+                rest.getHost(), rest.getPort(), Configuration.fromMap(conf));
+        env.setParallelism(spec.parallelism());
+
+        String sourceName = spec.get("source", spec.name() + "-source");
+        String mapName = spec.get("map", spec.name() + "-map");
+        WatermarkStrategy<String> watermarks = spec.get("watermarks", "monotonous").equals("none")
+                ? WatermarkStrategy.noWatermarks()
+                : WatermarkStrategy.forMonotonousTimestamps();
+        DataStream<String> records = env
+                .fromSource(kafkaSource(spec, options.get("bootstrap")), watermarks, sourceName)
+                .uid(sourceName);
+        var mapped = records
+                .map(new DelayMap(Long.parseLong(spec.get("delay-us", "0")),
+                        spec.values.get("delay-file"), failFile))
+                .name(mapName)
+                .uid(mapName);
+        if (!Boolean.parseBoolean(spec.get("chain", "false"))) {
+            mapped.startNewChain();
+        }
+        String sinkName = spec.get("sink", spec.name() + "-sink");
+        mapped.sinkTo(new DiscardingSink<>()).name(sinkName).uid(sinkName);
+        return env.executeAsync(spec.name());
+    }
+
+    public static void main(String[] args) throws Exception {
+        List<JobSpec> jobs = new ArrayList<>();
+        Map<String, String> extraConf = new LinkedHashMap<>();
+        Map<String, String> options;
+        try {
+            options = parseOptions(args, jobs, extraConf);
+        } catch (IllegalArgumentException e) {
+            System.err.println("error: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        int slots = options.containsKey("slots")
+                ? Integer.parseInt(options.get("slots"))
+                : jobs.stream().mapToInt(JobSpec::parallelism).sum() + 2;
+
+        CountDownLatch stop = new CountDownLatch(1);
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> stop.countDown());
+        sun.misc.Signal.handle(new sun.misc.Signal("INT"), signal -> stop.countDown());
+
+        MiniClusterConfiguration clusterConfig = new MiniClusterConfiguration.Builder()
+                .setConfiguration(clusterConfiguration(options, extraConf, slots))
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(slots)
+                .build();
+        MiniCluster cluster = new MiniCluster(clusterConfig);
+        int exitCode = 0;
+        try {
+            cluster.start();
+            URI rest = cluster.getRestAddress().get(60, TimeUnit.SECONDS);
+            System.out.println("rest=http://127.0.0.1:" + rest.getPort());
+            System.out.flush();
+            for (JobSpec spec : jobs) {
+                JobClient client = submit(spec, rest, options);
+                System.out.println("job name=" + spec.name() + " jid=" + client.getJobID());
+                System.out.flush();
+            }
+            System.out.println("ready");
+            System.out.flush();
+            stop.await();
+        } catch (Exception e) {
+            e.printStackTrace();
+            exitCode = 1;
+        } finally {
+            try {
+                cluster.closeAsync().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                e.printStackTrace();
+                exitCode = 1;
+            }
+        }
+        System.exit(exitCode);
+    }
+}
