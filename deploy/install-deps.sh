@@ -38,6 +38,9 @@ if [ ! -s "$classpath" ] || [ tests/harness/kafka/pom.xml -nt "$classpath" ]; th
   mvn -q -B -f tests/harness/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
 fi
 
+# The Flink test job (Flink 1.20 and 2.x, from Maven Central), rebuilt only when it changed.
+tests/harness/flink/build.sh
+
 # Python test dependencies, pinned.
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", config.error().message.c_str());
       return 1;
     }
-    std::printf("%s: valid, %zu kafka cluster(s)\n", options.config_file.c_str(),
-                config->kafka.size());
+    std::printf("%s: valid, %zu kafka cluster(s), %zu flink cluster(s)\n",
+                options.config_file.c_str(), config->kafka.size(), config->flink.size());
     return 0;
   }
   return lagsight::app::Run(options);

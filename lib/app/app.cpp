@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -13,11 +15,14 @@
 #include <memory>
 #include <sstream>
 
+#include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
+#include "flink/collector.h"
 #include "http/listen_address.h"
 #include "http/server.h"
 #include "kafka/collector.h"
 #include "kafka/rdkafka_admin.h"
+#include "metrics/flink_metrics.h"
 #include "metrics/kafka_metrics.h"
 #include "metrics/process_metrics.h"
 
@@ -43,12 +48,53 @@ Result<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
+std::string Base64(std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned n = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63],
+            kAlphabet[n & 63]};
+  }
+  if (i + 1 == in.size()) {
+    const unsigned n = static_cast<unsigned char>(in[i]) << 16;
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    const unsigned n =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    out += {kAlphabet[n >> 18], kAlphabet[(n >> 12) & 63], kAlphabet[(n >> 6) & 63], '='};
+  }
+  return out;
+}
+
 // Parses the text and creates every cluster's client, which is where librdkafka checks the
 // properties; returns the clients so a reload can use them.
 struct ValidatedConfig {
   config::Config config;
   std::map<std::string, std::unique_ptr<kafka::RdKafkaAdmin>> admins;
 };
+
+flink::HttpClientOptions HttpOptions(const config::FlinkClusterConfig& cluster) {
+  flink::HttpClientOptions options;
+  options.base_url = cluster.rest_url;
+  options.timeout = cluster.request_timeout;
+  options.max_body_bytes = cluster.max_response_bytes;
+  options.max_in_flight = cluster.max_concurrent_requests;
+  options.ca_file = cluster.tls_ca_file;
+  options.cert_file = cluster.tls_cert_file;
+  options.key_file = cluster.tls_key_file;
+  options.insecure_skip_verify = cluster.tls_insecure_skip_verify;
+  if (!cluster.bearer_token.empty()) {
+    options.authorization = "Bearer " + cluster.bearer_token;
+  } else if (!cluster.username.empty()) {
+    options.authorization = "Basic " + Base64(cluster.username + ":" + cluster.password);
+  }
+  return options;
+}
 
 Result<ValidatedConfig> Validate(const std::string& text, const std::string& path) {
   auto parsed = config::ParseConfig(text, path, config::ProcessEnvironment());
@@ -58,6 +104,13 @@ Result<ValidatedConfig> Validate(const std::string& text, const std::string& pat
     auto admin = kafka::RdKafkaAdmin::Create(cluster);
     if (!admin) return Error{path + ": " + admin.error().message};
     validated.admins[cluster.name] = std::move(admin).value();
+  }
+  // The TLS files are loaded here, so --config.check reports an unreadable CA or key.
+  asio::io_context scratch;
+  for (const config::FlinkClusterConfig& cluster : validated.config.flink) {
+    auto client = flink::HttpClient::Create(scratch.get_executor(), HttpOptions(cluster));
+    if (!client)
+      return Error{path + ": flink cluster \"" + cluster.name + "\": " + client.error().message};
   }
   return validated;
 }
@@ -110,6 +163,25 @@ class Daemon {
     std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
   };
 
+  struct FlinkSource {
+    FlinkSource(asio::io_context& io, const config::FlinkClusterConfig& cluster_config)
+        : config(cluster_config),
+          collector(std::make_shared<flink::Collector>(
+              cluster_config,
+              std::move(flink::HttpClient::Create(io.get_executor(), HttpOptions(cluster_config)))
+                  .value())),
+          timer(io) {}
+
+    config::FlinkClusterConfig config;
+    std::shared_ptr<flink::Collector> collector;
+    asio::steady_timer timer;
+    bool polling = false;
+    bool polled_once = false;
+    metrics::PollStatus status;
+    std::string last_error;
+    std::shared_ptr<const flink::FlinkSnapshot> snapshot;  // null while the REST API is down
+  };
+
   void WaitForSignal() {
     signals_.async_wait([this](const boost::system::error_code& error, int signal) {
       if (error) return;
@@ -128,6 +200,7 @@ class Daemon {
     stopping_ = true;
     server_.Stop();
     for (auto& [name, source] : sources_) source->timer.cancel();
+    for (auto& [name, source] : flink_sources_) source->timer.cancel();
     io_.stop();
   }
 
@@ -165,6 +238,27 @@ class Daemon {
         workers_,
         [unused = std::make_shared<decltype(validated.admins)>(std::move(validated.admins))] {});
     sources_ = std::move(next);
+
+    std::map<std::string, std::shared_ptr<FlinkSource>> next_flink;
+    for (const config::FlinkClusterConfig& cluster : validated.config.flink) {
+      const auto existing = flink_sources_.find(cluster.name);
+      if (existing != flink_sources_.end() && existing->second->config == cluster) {
+        next_flink[cluster.name] = existing->second;
+        continue;
+      }
+      auto source = std::make_shared<FlinkSource>(io_, cluster);
+      if (existing != flink_sources_.end()) {
+        source->status = existing->second->status;
+        source->polled_once = existing->second->polled_once;
+        source->snapshot = existing->second->snapshot;
+      }
+      next_flink[cluster.name] = source;
+      StartFlinkPoll(source);
+    }
+    for (auto& [name, source] : flink_sources_) {
+      if (!next_flink.contains(name) || next_flink[name] != source) source->timer.cancel();
+    }
+    flink_sources_ = std::move(next_flink);
     loaded_config_text_ = std::move(config_text);
     last_reload_successful_ = true;
     last_reload_success_time_ = UnixNow();
@@ -202,8 +296,9 @@ class Daemon {
     }
     source->polling = true;
     const auto started = SteadyClock::now();
-    asio::post(workers_, [this, source, collector = source->collector, started] {
-      auto polled = collector->Poll();
+    asio::post(workers_, [this, source, collector = source->collector, started,
+                          flink_topics = FlinkTopics()] {
+      auto polled = collector->Poll(flink_topics);
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
       std::string error;
@@ -263,6 +358,73 @@ class Daemon {
     RequestRender();
   }
 
+  // Topics the Flink jobs read, as their metric ids name them.
+  std::set<std::string> FlinkTopics() const {
+    std::set<std::string> topics;
+    for (const auto& [name, source] : flink_sources_) {
+      if (!source->snapshot) continue;
+      for (const flink::FlinkJob& job : source->snapshot->jobs) {
+        for (const flink::SourceReader& reader : job.sources) {
+          for (const auto& [tp, offsets] : reader.partitions) topics.insert(tp.escaped_topic);
+        }
+      }
+    }
+    return topics;
+  }
+
+  void StartFlinkPoll(const std::shared_ptr<FlinkSource>& source) {
+    if (stopping_ || source->polling) return;
+    source->polling = true;
+    asio::co_spawn(
+        io_,
+        [this, source, collector = source->collector]() -> asio::awaitable<void> {
+          const auto started = SteadyClock::now();
+          auto polled = co_await collector->Poll();
+          const double seconds =
+              std::chrono::duration<double>(SteadyClock::now() - started).count();
+          OnFlinkPollDone(source, std::move(polled), seconds, started);
+        },
+        asio::detached);
+  }
+
+  void OnFlinkPollDone(const std::shared_ptr<FlinkSource>& source,
+                       Result<flink::FlinkSnapshot> polled, double seconds,
+                       SteadyClock::time_point started) {
+    const std::string& name = source->config.name;
+    const bool was_up = source->status.up || !source->polled_once;
+    source->polling = false;
+    source->polled_once = true;
+    source->status.polls_total++;
+    source->status.last_duration_seconds = seconds;
+    if (polled) {
+      if (!source->status.up && source->status.polls_total > 1) {
+        spdlog::info("flink cluster \"{}\": polled successfully again", name);
+      }
+      source->status.up = true;
+      source->status.last_success_unix_seconds = UnixNow();
+      for (const std::string& partial : polled->partial_errors) {
+        spdlog::debug("flink cluster \"{}\": {}", name, partial);
+      }
+      source->snapshot = std::make_shared<const flink::FlinkSnapshot>(std::move(polled).value());
+      source->last_error.clear();
+    } else {
+      source->status.up = false;
+      source->status.poll_failures_total++;
+      spdlog::log(was_up || polled.error().message != source->last_error ? spdlog::level::warn
+                                                                         : spdlog::level::debug,
+                  "flink cluster \"{}\": poll failed: {}", name, polled.error().message);
+      source->last_error = polled.error().message;
+      source->snapshot.reset();
+    }
+    const auto current = flink_sources_.find(name);
+    if (stopping_ || current == flink_sources_.end() || current->second != source) return;
+    source->timer.expires_at(std::max(started + source->config.poll_interval, SteadyClock::now()));
+    source->timer.async_wait([this, source](const boost::system::error_code& error) {
+      if (!error) StartFlinkPoll(source);
+    });
+    RequestRender();
+  }
+
   void ScheduleNextPoll(const std::shared_ptr<KafkaSource>& source, SteadyClock::time_point when) {
     if (stopping_) return;
     source->timer.expires_at(std::max(when, SteadyClock::now()));
@@ -279,39 +441,62 @@ class Daemon {
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
     };
+    struct FlinkInput {
+      config::FlinkClusterConfig config;
+      metrics::PollStatus status;
+      std::shared_ptr<const flink::FlinkSnapshot> snapshot;
+    };
     std::vector<Input> inputs;
     for (const auto& [name, source] : sources_) {
       if (!source->polled_once) continue;  // nothing known yet: /readyz says so
       inputs.push_back({name, source->status, source->snapshot, source->lags});
     }
+    std::vector<FlinkInput> flink_inputs;
+    for (const auto& [name, source] : flink_sources_) {
+      if (!source->polled_once) continue;
+      flink_inputs.push_back({source->config, source->status, source->snapshot});
+    }
     const std::uint64_t generation = ++render_generation_;
-    asio::post(
-        workers_, [this, inputs = std::move(inputs), generation,
-                   reload_ok = last_reload_successful_, reload_time = last_reload_success_time_] {
-          metrics::FamilyBuilder builder;
-          metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
-          for (const Input& input : inputs) {
-            metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
-                                        input.lags.get(), builder);
-          }
-          auto text =
-              std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
-          asio::post(io_, [this, text = std::move(text), generation] {
-            if (generation < published_generation_) return;
-            published_generation_ = generation;
-            exposition_ = text;
-          });
-        });
+    asio::post(workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
+                          now = UnixNow(), generation, reload_ok = last_reload_successful_,
+                          reload_time = last_reload_success_time_] {
+      metrics::FamilyBuilder builder;
+      metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+      for (const Input& input : inputs) {
+        metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
+                                    input.lags.get(), builder);
+      }
+      std::map<std::string, const kafka::KafkaSnapshot*> kafka_up;
+      for (const Input& input : inputs) {
+        if (input.snapshot) kafka_up[input.name] = input.snapshot.get();
+      }
+      for (const FlinkInput& input : flink_inputs) {
+        const auto joins =
+            input.snapshot ? analysis::JoinFlinkWithKafka(input.config, *input.snapshot, kafka_up)
+                           : std::vector<analysis::FlinkSourceJoin>{};
+        metrics::AppendFlinkMetrics(input.config.name, input.status, input.snapshot.get(), joins,
+                                    now, builder);
+      }
+      auto text =
+          std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+      asio::post(io_, [this, text = std::move(text), generation] {
+        if (generation < published_generation_) return;
+        published_generation_ = generation;
+        exposition_ = text;
+      });
+    });
   }
 
   http::Readiness Readiness() const {
     std::string waiting;
     for (const auto& [name, source] : sources_) {
-      if (!source->polled_once) waiting += (waiting.empty() ? "" : ", ") + name;
+      if (!source->polled_once) waiting += (waiting.empty() ? "kafka " : ", kafka ") + name;
+    }
+    for (const auto& [name, source] : flink_sources_) {
+      if (!source->polled_once) waiting += (waiting.empty() ? "flink " : ", flink ") + name;
     }
     if (sources_.empty()) return {false, "no sources configured"};
-    if (!waiting.empty())
-      return {false, "waiting for the first poll of kafka cluster(s) " + waiting};
+    if (!waiting.empty()) return {false, "waiting for the first poll of " + waiting};
     return {true, ""};
   }
 
@@ -322,6 +507,7 @@ class Daemon {
   asio::signal_set signals_;
   http::Server server_;
   std::map<std::string, std::shared_ptr<KafkaSource>> sources_;
+  std::map<std::string, std::shared_ptr<FlinkSource>> flink_sources_;
   std::string loaded_config_text_;
   bool last_reload_successful_ = false;
   double last_reload_success_time_ = 0;

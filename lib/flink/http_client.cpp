@@ -122,6 +122,34 @@ struct HttpClient::Impl {
     co_return HttpResponse{parser.get().result_int(), std::move(parser.get().body())};
   }
 
+  asio::awaitable<Result<HttpResponse>> Attempt(const std::string& target,
+                                                Clock::time_point deadline, bool allow_reuse,
+                                                bool& reused) {
+    std::unique_ptr<Connection> connection;
+    reused = allow_reuse && !idle.empty();
+    if (reused) {
+      connection = std::move(idle.back());
+      idle.pop_back();
+    } else {
+      auto connected = co_await Connect(deadline);
+      if (!connected) co_return connected.error();
+      connection = std::move(connected).value();
+    }
+    bool keep_alive = false;
+    Result<HttpResponse> response = Error{"no response"};
+    if (connection->stream.index() == 0) {
+      response = co_await Exchange(*std::get<0>(connection->stream), connection->buffer, target,
+                                   deadline, keep_alive);
+    } else {
+      response = co_await Exchange(*std::get<1>(connection->stream), connection->buffer, target,
+                                   deadline, keep_alive);
+    }
+    if (response && keep_alive && idle.size() < static_cast<std::size_t>(options.max_in_flight)) {
+      idle.push_back(std::move(connection));
+    }
+    co_return response;
+  }
+
   // Releases the slot taken by a request and lets the next waiting one go.
   struct Slot {
     Impl* impl;
@@ -189,35 +217,15 @@ asio::awaitable<Result<HttpResponse>> HttpClient::Get(std::string target) {
   const Clock::time_point deadline = Clock::now() + impl.options.timeout;
 
   // A reused keep-alive connection may have been closed by the server meanwhile: on failure,
-  // try once more on a fresh one.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<Connection> connection;
-    const bool reused = !impl.idle.empty();
-    if (reused) {
-      connection = std::move(impl.idle.back());
-      impl.idle.pop_back();
-    } else {
-      auto connected = co_await impl.Connect(deadline);
-      if (!connected) co_return connected.error();
-      connection = std::move(connected).value();
-    }
-    bool keep_alive = false;
-    Result<HttpResponse> response = Error{""};
-    if (auto* plain = std::get_if<std::unique_ptr<PlainStream>>(&connection->stream)) {
-      response = co_await impl.Exchange(**plain, connection->buffer, target, deadline, keep_alive);
-    } else {
-      auto& tls_stream = std::get<std::unique_ptr<TlsStream>>(connection->stream);
-      response =
-          co_await impl.Exchange(*tls_stream, connection->buffer, target, deadline, keep_alive);
-    }
-    if (!response && reused && Clock::now() < deadline) continue;
-    if (response && keep_alive &&
-        impl.idle.size() < static_cast<std::size_t>(impl.options.max_in_flight)) {
-      impl.idle.push_back(std::move(connection));
-    }
-    co_return response;
+  // try once more on a fresh one. (Two plain calls rather than a loop: GCC 12 miscompiles some
+  // co_await-in-loop shapes.)
+  bool reused = false;
+  Result<HttpResponse> response =
+      co_await impl.Attempt(target, deadline, /*allow_reuse=*/true, reused);
+  if (!response && reused && Clock::now() < deadline) {
+    response = co_await impl.Attempt(target, deadline, /*allow_reuse=*/false, reused);
   }
-  co_return Error{"unreachable"};
+  co_return response;
 }
 
 }  // namespace lagsight::flink

@@ -51,7 +51,13 @@ GroupKind KindOf(const GroupListing& listing, const GroupDescription* descriptio
 Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin)
     : cluster_(std::move(cluster)), admin_(std::move(admin)) {}
 
-Result<KafkaSnapshot> Collector::Poll() {
+std::string EscapeTopicAsFlinkDoes(std::string_view topic) {
+  std::string escaped(topic);
+  std::replace(escaped.begin(), escaped.end(), '.', '_');
+  return escaped;
+}
+
+Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
   KafkaSnapshot snapshot;
 
@@ -115,9 +121,14 @@ Result<KafkaSnapshot> Collector::Poll() {
     snapshot.groups.push_back(std::move(group));
   }
 
-  if (topics.empty()) return snapshot;
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();
+  for (const auto& [topic, count] : *counts) {
+    if (!cluster_.topics.Accepts(topic)) continue;
+    snapshot.all_topics.push_back(topic);
+    if (flink_topics.contains(EscapeTopicAsFlinkDoes(topic))) topics.insert(topic);
+  }
+  if (topics.empty()) return snapshot;
   std::vector<TopicPartition> partitions;
   for (const std::string& topic : topics) {
     const auto count = counts->find(topic);

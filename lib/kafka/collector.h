@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 
 #include "config/config.h"
 #include "kafka/admin.h"
@@ -21,7 +22,10 @@ class Collector {
 
   // Fails as a whole when the cluster cannot be listed or its metadata read; failures of single
   // groups or partitions are recorded in KafkaSnapshot::partial_errors instead.
-  Result<KafkaSnapshot> Poll();
+  // `flink_topics` are topics as Flink's metric ids name them (dots as '_'): the log offsets of
+  // every real topic with that escaped name are read too, so Flink-side lag is known even for a
+  // job that commits nothing.
+  Result<KafkaSnapshot> Poll(const std::set<std::string>& flink_topics = {});
 
   const config::KafkaClusterConfig& cluster() const { return cluster_; }
 
@@ -29,5 +33,8 @@ class Collector {
   config::KafkaClusterConfig cluster_;
   std::unique_ptr<KafkaAdmin> admin_;
 };
+
+// Flink replaces '.' in topic names with '_' in its metric ids ("orders.v2" -> "orders_v2").
+std::string EscapeTopicAsFlinkDoes(std::string_view topic);
 
 }  // namespace lagsight::kafka

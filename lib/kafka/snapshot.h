@@ -54,8 +54,12 @@ struct PartitionOffsets {
 
 struct KafkaSnapshot {
   std::vector<ConsumerGroup> groups;  // sorted by id
-  // Partition counts of every topic any group committed on (after the topic filter).
+  // Partition counts of every topic any group committed on (after the topic filter), and of the
+  // topics the Flink half asked for.
   std::map<std::string, std::int32_t> topic_partitions;
+  // Every topic of the cluster that passes the topic filter, for mapping Flink's escaped topic
+  // names back to real ones.
+  std::vector<std::string> all_topics;
   // Offsets of every partition of those topics; a partition whose offsets could not be read
   // has empty optionals.
   std::map<TopicPartition, PartitionOffsets> partitions;

@@ -178,15 +178,21 @@ class LagsightProcess:
 
 
 def lagsight_config(bootstrap: str, groups: dict | None = None,
-                    topics: dict | None = None) -> dict:
-    """A one-cluster config polling every second, in the YAML shape lagsight reads."""
+                    topics: dict | None = None, flink: list[dict] | None = None) -> dict:
+    """A one-cluster config polling every second, in the YAML shape lagsight reads.
+
+    ``flink`` is the config's list of Flink clusters, if any.
+    """
     cluster = {"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                "request_timeout": "5s"}
     if groups is not None:
         cluster["groups"] = groups
     if topics is not None:
         cluster["topics"] = topics
-    return {"kafka": [cluster]}
+    config = {"kafka": [cluster]}
+    if flink:
+        config["flink"] = flink
+    return config
 
 
 @pytest.fixture(scope="session")
@@ -237,12 +243,12 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
     """
     processes: list[LagsightProcess] = []
 
-    def start(bootstrap: str, groups: dict | None = None,
-              topics: dict | None = None) -> LagsightProcess:
+    def start(bootstrap: str, groups: dict | None = None, topics: dict | None = None,
+              flink: list[dict] | None = None) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
         process = LagsightProcess(lagsight_binary, work_dir,
-                                  lagsight_config(bootstrap, groups, topics))
+                                  lagsight_config(bootstrap, groups, topics, flink))
         processes.append(process)
         _register_log_for_failures(request, f"lagsight log #{len(processes)}", process.log_file)
         return process.start()

@@ -31,9 +31,10 @@ def run_config_check(binary: Path, config_file: Path, env: dict | None = None
 
 def test_config_check_accepts_the_shipped_example(lagsight_binary):
     result = run_config_check(lagsight_binary, REPO_ROOT / "config/lagsight.example.yaml",
-                              {"LAGSIGHT_KAFKA_PASSWORD": "secret"})
+                              {"LAGSIGHT_KAFKA_PASSWORD": "secret",
+                               "LAGSIGHT_FLINK_PASSWORD": "secret"})
     assert result.returncode == 0, result.stderr
-    assert "valid, 2 kafka cluster(s)" in result.stdout
+    assert "valid, 2 kafka cluster(s), 1 flink cluster(s)" in result.stdout
 
 
 def test_config_check_reports_the_file_line_and_key(lagsight_binary, tmp_path):

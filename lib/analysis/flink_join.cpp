@@ -1,0 +1,151 @@
+#include "analysis/flink_join.h"
+
+#include <algorithm>
+
+namespace lagsight::analysis {
+namespace {
+
+std::string Escape(std::string_view topic) {
+  std::string escaped(topic);
+  std::replace(escaped.begin(), escaped.end(), '.', '_');
+  return escaped;
+}
+
+}  // namespace
+
+std::string FlinkSourceName(const std::string& vertex_name) {
+  constexpr std::string_view kPrefix = "Source: ";
+  std::string name =
+      vertex_name.rfind(kPrefix, 0) == 0 ? vertex_name.substr(kPrefix.size()) : vertex_name;
+  // A chained vertex is named "Source: x -> Map -> ..."; the source is the first operator.
+  if (const std::size_t arrow = name.find(" -> "); arrow != std::string::npos) name.resize(arrow);
+  return name;
+}
+
+namespace {
+
+// escaped topic -> real topics with that escaped name
+std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::KafkaSnapshot& kafka) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const std::string& topic : kafka.all_topics) out[Escape(topic)].push_back(topic);
+  return out;
+}
+
+// Committed offsets of the source, by real topic, where known.
+using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
+
+// The group whose committed offsets equal the job's committedOffset on every partition where
+// the job has one; std::nullopt when none or several fit.
+std::optional<std::string> MatchGroup(const Resolved& resolved, const kafka::KafkaSnapshot& kafka) {
+  std::size_t known = 0;
+  for (const auto& [tp, offsets] : resolved) known += offsets.committed.has_value();
+  if (known == 0) return std::nullopt;
+  std::optional<std::string> found;
+  for (const kafka::ConsumerGroup& group : kafka.groups) {
+    std::size_t equal = 0;
+    for (const auto& [tp, offsets] : resolved) {
+      if (!offsets.committed) continue;
+      const auto committed = group.committed.find(tp);
+      if (committed != group.committed.end() && committed->second == *offsets.committed) ++equal;
+    }
+    if (equal != known) continue;
+    if (found) return std::nullopt;  // two groups fit: do not guess
+    found = group.id;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
+    const config::FlinkClusterConfig& flink_config, const flink::FlinkSnapshot& flink,
+    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka) {
+  std::vector<FlinkSourceJoin> joins;
+  for (const flink::FlinkJob& job : flink.jobs) {
+    const config::FlinkGroupMapping* mapping = nullptr;
+    for (const auto& candidate : flink_config.groups) {
+      if (candidate.job.FullMatch(job.overview.name)) {
+        mapping = &candidate;
+        break;
+      }
+    }
+    for (const flink::SourceReader& source : job.sources) {
+      FlinkSourceJoin join;
+      join.job_id = job.overview.id;
+      join.job_name = job.overview.name;
+      join.source = FlinkSourceName(source.name);
+
+      // Which Kafka cluster: the mapping's, the Flink cluster's, or the only one there is.
+      std::string cluster = mapping != nullptr && !mapping->kafka_cluster.empty()
+                                ? mapping->kafka_cluster
+                                : flink_config.kafka_cluster;
+      if (cluster.empty() && kafka.size() == 1) cluster = kafka.begin()->first;
+      const auto found_kafka = kafka.find(cluster);
+      const kafka::KafkaSnapshot* snapshot =
+          found_kafka == kafka.end() ? nullptr : found_kafka->second;
+      join.kafka_cluster = cluster;
+
+      Resolved resolved;
+      const auto escaped_topics =
+          snapshot ? EscapedTopics(*snapshot) : std::map<std::string, std::vector<std::string>>{};
+      std::map<std::string, std::string> real_topic_of;
+      for (const auto& [tp, offsets] : source.partitions) {
+        // Without the Kafka cluster's topic list nothing can be mapped, and nothing is "unknown".
+        if (snapshot == nullptr) break;
+        if (!real_topic_of.contains(tp.escaped_topic)) {
+          const auto candidates = escaped_topics.find(tp.escaped_topic);
+          if (candidates == escaped_topics.end() || candidates->second.empty()) {
+            join.unresolved.push_back({tp.escaped_topic, "unknown"});
+            real_topic_of[tp.escaped_topic] = "";
+          } else if (candidates->second.size() > 1) {
+            join.unresolved.push_back({tp.escaped_topic, "ambiguous"});
+            real_topic_of[tp.escaped_topic] = "";
+          } else {
+            real_topic_of[tp.escaped_topic] = candidates->second.front();
+          }
+        }
+        const std::string& topic = real_topic_of[tp.escaped_topic];
+        if (!topic.empty()) resolved[{topic, tp.partition}] = offsets;
+      }
+
+      if (mapping != nullptr) {
+        join.group = mapping->group;
+        join.association = "configured";
+      } else if (snapshot != nullptr) {
+        join.group = MatchGroup(resolved, *snapshot);
+        if (join.group) join.association = "matched";
+      }
+
+      std::map<std::string, FlinkTopicJoin> topics;
+      for (const auto& [tp, offsets] : resolved) {
+        FlinkPartitionJoin partition{
+            tp.topic, tp.partition, offsets.current, offsets.committed, {}, {}, {}};
+        if (snapshot != nullptr) {
+          const auto log = snapshot->partitions.find(tp);
+          if (log != snapshot->partitions.end()) partition.log_end = log->second.log_end;
+        }
+        // The next record the job will read: after the last one read, else where it committed.
+        std::optional<std::int64_t> position;
+        if (offsets.current)
+          position = *offsets.current + 1;
+        else if (offsets.committed)
+          position = offsets.committed;
+        if (position && partition.log_end) {
+          partition.flink_lag = std::max<std::int64_t>(0, *partition.log_end - *position);
+        }
+        if (position && offsets.committed)
+          partition.checkpoint_gap = *position - *offsets.committed;
+        FlinkTopicJoin& topic = topics[tp.topic];
+        topic.topic = tp.topic;
+        topic.flink_lag_sum += partition.flink_lag.value_or(0);
+        topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
+        join.partitions.push_back(std::move(partition));
+      }
+      for (auto& [name, topic] : topics) join.topics.push_back(std::move(topic));
+      joins.push_back(std::move(join));
+    }
+  }
+  return joins;
+}
+
+}  // namespace lagsight::analysis

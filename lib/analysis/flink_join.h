@@ -1,0 +1,64 @@
+// The join of a Flink job's own view (its KafkaSourceReader offsets) with the Kafka half.
+//
+// Pure: snapshots in, joined data out; no I/O, no clock. Per job source it
+//  - maps the escaped topic names of Flink's metric ids back to real topics (an escaped name
+//    that fits two real topics, e.g. "a.b" and "a_b", is reported as ambiguous, never guessed);
+//  - associates the job with its consumer group: from the configured mapping, else by finding
+//    the group whose committed offsets equal the job's committedOffset values;
+//  - computes per partition the Flink-side lag = log end - (currentOffset + 1) and the
+//    checkpoint gap = (currentOffset + 1) - committedOffset, and their per-topic sums.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "flink/snapshot.h"
+#include "kafka/snapshot.h"
+
+namespace lagsight::analysis {
+
+struct FlinkPartitionJoin {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::optional<std::int64_t> current;
+  std::optional<std::int64_t> committed;
+  std::optional<std::int64_t> log_end;
+  std::optional<std::int64_t> flink_lag;
+  std::optional<std::int64_t> checkpoint_gap;
+};
+
+struct FlinkTopicJoin {
+  std::string topic;
+  std::int64_t flink_lag_sum = 0;
+  std::int64_t checkpoint_gap_sum = 0;
+};
+
+struct UnresolvedTopic {
+  std::string escaped_topic;
+  std::string reason;  // "ambiguous" or "unknown"
+};
+
+struct FlinkSourceJoin {
+  std::string job_id;
+  std::string job_name;
+  std::string source;         // the source operator's name, e.g. "orders-source"
+  std::string kafka_cluster;  // empty when no Kafka cluster could be chosen
+  std::optional<std::string> group;
+  std::string association;  // "configured" or "matched", with group
+  std::vector<FlinkPartitionJoin> partitions;
+  std::vector<FlinkTopicJoin> topics;
+  std::vector<UnresolvedTopic> unresolved;
+};
+
+// "Source: orders-source -> Map" -> "orders-source": the label a source goes by.
+std::string FlinkSourceName(const std::string& vertex_name);
+
+// `kafka` holds the latest snapshot of every Kafka cluster that is up, by cluster name.
+std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
+    const config::FlinkClusterConfig& flink_config, const flink::FlinkSnapshot& flink,
+    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka);
+
+}  // namespace lagsight::analysis

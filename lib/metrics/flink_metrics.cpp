@@ -1,0 +1,218 @@
+#include "metrics/flink_metrics.h"
+
+#include <algorithm>
+
+namespace lagsight::metrics {
+namespace {
+
+using prometheus::MetricType;
+
+constexpr MetricDef kUp{"lagsight_flink_up",
+                        "1 if the latest poll of the Flink REST API succeeded.", MetricType::Gauge};
+constexpr MetricDef kPollDuration{"lagsight_flink_poll_duration_seconds",
+                                  "How long the latest poll of the Flink cluster took.",
+                                  MetricType::Gauge};
+constexpr MetricDef kLastPoll{
+    "lagsight_flink_last_poll_timestamp_seconds",
+    "Unix time at which the latest successful poll of the Flink cluster completed.",
+    MetricType::Gauge};
+constexpr MetricDef kPolls{"lagsight_flink_polls_total", "Polls of the Flink cluster.",
+                           MetricType::Counter};
+constexpr MetricDef kPollFailures{"lagsight_flink_poll_failures_total",
+                                  "Polls of the Flink cluster that failed.", MetricType::Counter};
+constexpr MetricDef kPartialErrors{"lagsight_flink_poll_partial_errors",
+                                   "Jobs the latest poll could not read (the rest succeeded).",
+                                   MetricType::Gauge};
+constexpr MetricDef kJobInfo{"lagsight_flink_job_info",
+                             "A live Flink job (always 1) with its state.", MetricType::Gauge};
+constexpr MetricDef kCheckpointingEnabled{"lagsight_flink_checkpointing_enabled",
+                                          "1 if the job has checkpointing enabled.",
+                                          MetricType::Gauge};
+constexpr MetricDef kCompleted{"lagsight_flink_checkpoints_completed_total",
+                               "Completed checkpoints of the job.", MetricType::Counter};
+constexpr MetricDef kFailed{"lagsight_flink_checkpoints_failed_total",
+                            "Failed checkpoints of the job.", MetricType::Counter};
+constexpr MetricDef kRestored{"lagsight_flink_checkpoints_restored_total",
+                              "Restores of the job from a checkpoint or savepoint.",
+                              MetricType::Counter};
+constexpr MetricDef kInProgress{"lagsight_flink_checkpoints_in_progress", "Checkpoints under way.",
+                                MetricType::Gauge};
+constexpr MetricDef kLastCompletedTime{
+    "lagsight_flink_checkpoint_last_completed_timestamp_seconds",
+    "Unix time the latest completed checkpoint was acknowledged.", MetricType::Gauge};
+constexpr MetricDef kAge{"lagsight_flink_checkpoint_age_seconds",
+                         "Age of the latest completed checkpoint (or savepoint) at the poll.",
+                         MetricType::Gauge};
+constexpr MetricDef kDuration{"lagsight_flink_checkpoint_last_duration_seconds",
+                              "End-to-end duration of the latest completed checkpoint.",
+                              MetricType::Gauge};
+constexpr MetricDef kSize{"lagsight_flink_checkpoint_last_size_bytes",
+                          "Size of the latest completed checkpoint.", MetricType::Gauge};
+constexpr MetricDef kInterval{"lagsight_flink_checkpoint_interval_seconds",
+                              "Configured checkpoint interval.", MetricType::Gauge};
+constexpr MetricDef kMinPause{"lagsight_flink_checkpoint_min_pause_seconds",
+                              "Configured minimum pause between checkpoints.", MetricType::Gauge};
+constexpr MetricDef kTimeout{"lagsight_flink_checkpoint_timeout_seconds",
+                             "Configured checkpoint timeout.", MetricType::Gauge};
+constexpr MetricDef kTolerable{"lagsight_flink_checkpoint_tolerable_failures",
+                               "Configured tolerable failed checkpoints.", MetricType::Gauge};
+constexpr MetricDef kCurrent{"lagsight_flink_source_current_offset",
+                             "Offset of the last record the job's source read (currentOffset).",
+                             MetricType::Gauge};
+constexpr MetricDef kCommitted{
+    "lagsight_flink_source_committed_offset",
+    "Offset the job's source committed on its latest checkpoint (committedOffset).",
+    MetricType::Gauge};
+constexpr MetricDef kCommitsSucceeded{"lagsight_flink_source_commits_succeeded_total",
+                                      "Offset commits of the source that succeeded.",
+                                      MetricType::Counter};
+constexpr MetricDef kCommitsFailed{"lagsight_flink_source_commits_failed_total",
+                                   "Offset commits of the source that failed.",
+                                   MetricType::Counter};
+constexpr MetricDef kPending{"lagsight_flink_source_pending_records",
+                             "Records the source has not fetched yet (pendingRecords).",
+                             MetricType::Gauge};
+constexpr MetricDef kRecordsLagMax{"lagsight_flink_source_records_lag_max",
+                                   "The source's Kafka consumer's records-lag-max.",
+                                   MetricType::Gauge};
+constexpr MetricDef kEmitLag{"lagsight_flink_source_emit_event_time_lag_seconds",
+                             "currentEmitEventTimeLag of the source (max over subtasks).",
+                             MetricType::Gauge};
+constexpr MetricDef kWatermarkLag{"lagsight_flink_source_watermark_lag_seconds",
+                                  "watermarkLag of the source (max over subtasks).",
+                                  MetricType::Gauge};
+constexpr MetricDef kBusy{"lagsight_flink_source_busy_ratio",
+                          "busyTimeMsPerSecond / 1000 of the source's busiest subtask.",
+                          MetricType::Gauge};
+constexpr MetricDef kBackPressured{"lagsight_flink_source_backpressured_ratio",
+                                   "backPressuredTimeMsPerSecond / 1000, max over subtasks.",
+                                   MetricType::Gauge};
+constexpr MetricDef kIdle{"lagsight_flink_source_idle_ratio",
+                          "idleTimeMsPerSecond / 1000, max over subtasks.", MetricType::Gauge};
+constexpr MetricDef kFlinkLag{"lagsight_flink_lag_records",
+                              "Flink-side lag: log end - (currentOffset + 1).", MetricType::Gauge};
+constexpr MetricDef kGap{
+    "lagsight_flink_checkpoint_gap_records",
+    "Records read but not yet committed: (currentOffset + 1) - committedOffset.",
+    MetricType::Gauge};
+constexpr MetricDef kTopicFlinkLag{"lagsight_flink_topic_lag_records",
+                                   "Flink-side lag summed over the topic's partitions.",
+                                   MetricType::Gauge};
+constexpr MetricDef kTopicGap{"lagsight_flink_topic_checkpoint_gap_records",
+                              "Checkpoint gap summed over the topic's partitions.",
+                              MetricType::Gauge};
+constexpr MetricDef kJobGroup{
+    "lagsight_flink_job_group_info",
+    "The consumer group a job's source commits to (always 1); association is "
+    "configured or matched.",
+    MetricType::Gauge};
+constexpr MetricDef kUnresolved{
+    "lagsight_flink_source_topic_unresolved",
+    "1 for a topic name in the source's metrics that maps to no (unknown) or "
+    "several (ambiguous) real topics.",
+    MetricType::Gauge};
+
+void AddIf(FamilyBuilder& out, const MetricDef& def, const Labels& labels,
+           const std::optional<double>& value, double scale = 1) {
+  if (value) out.Add(def, labels, *value * scale);
+}
+
+}  // namespace
+
+void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
+                        const flink::FlinkSnapshot* snapshot,
+                        const std::vector<analysis::FlinkSourceJoin>& joins,
+                        double now_unix_seconds, FamilyBuilder& out) {
+  const Labels cluster_labels = {{"flink_cluster", cluster}};
+  out.Add(kUp, cluster_labels, status.up ? 1 : 0);
+  out.Add(kPollDuration, cluster_labels, status.last_duration_seconds);
+  if (status.last_success_unix_seconds)
+    out.Add(kLastPoll, cluster_labels, *status.last_success_unix_seconds);
+  out.Add(kPolls, cluster_labels, static_cast<double>(status.polls_total));
+  out.Add(kPollFailures, cluster_labels, static_cast<double>(status.poll_failures_total));
+  if (snapshot == nullptr) return;
+  out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
+
+  for (const flink::FlinkJob& job : snapshot->jobs) {
+    const Labels job_labels = {
+        {"flink_cluster", cluster}, {"job_id", job.overview.id}, {"job_name", job.overview.name}};
+    Labels info = job_labels;
+    info.emplace_back("state", job.overview.state);
+    out.Add(kJobInfo, info, 1);
+    const flink::CheckpointStats& stats = job.checkpoints;
+    out.Add(kCheckpointingEnabled, job_labels, stats.enabled ? 1 : 0);
+    if (stats.enabled) {
+      out.Add(kCompleted, job_labels, static_cast<double>(stats.counts.completed));
+      out.Add(kFailed, job_labels, static_cast<double>(stats.counts.failed));
+      out.Add(kRestored, job_labels, static_cast<double>(stats.counts.restored));
+      out.Add(kInProgress, job_labels, static_cast<double>(stats.counts.in_progress));
+      if (stats.latest_completed_timestamp_ms) {
+        const double completed = static_cast<double>(*stats.latest_completed_timestamp_ms) / 1000;
+        out.Add(kLastCompletedTime, job_labels, completed);
+        out.Add(kAge, job_labels, std::max(0.0, now_unix_seconds - completed));
+      }
+      AddIf(out, kDuration, job_labels, stats.latest_duration_ms, 0.001);
+      AddIf(out, kSize, job_labels, stats.latest_size_bytes);
+      const flink::CheckpointConfig& config = job.checkpoint_config;
+      AddIf(out, kInterval, job_labels, config.interval_ms, 0.001);
+      AddIf(out, kMinPause, job_labels, config.min_pause_ms, 0.001);
+      AddIf(out, kTimeout, job_labels, config.timeout_ms, 0.001);
+      AddIf(out, kTolerable, job_labels, config.tolerable_failures);
+    }
+    for (const flink::SourceReader& source : job.sources) {
+      Labels labels = job_labels;
+      labels.emplace_back("source", analysis::FlinkSourceName(source.name));
+      AddIf(out, kCommitsSucceeded, labels, source.commits_succeeded);
+      AddIf(out, kCommitsFailed, labels, source.commits_failed);
+      AddIf(out, kPending, labels, source.pending_records);
+      AddIf(out, kRecordsLagMax, labels, source.records_lag_max);
+      AddIf(out, kEmitLag, labels, source.emit_event_time_lag_ms, 0.001);
+      AddIf(out, kWatermarkLag, labels, source.watermark_lag_ms, 0.001);
+      AddIf(out, kBusy, labels, source.busy_ms_per_second, 0.001);
+      AddIf(out, kBackPressured, labels, source.backpressured_ms_per_second, 0.001);
+      AddIf(out, kIdle, labels, source.idle_ms_per_second, 0.001);
+    }
+  }
+  for (const analysis::FlinkSourceJoin& join : joins) {
+    const Labels source_labels = {{"flink_cluster", cluster},
+                                  {"job_id", join.job_id},
+                                  {"job_name", join.job_name},
+                                  {"source", join.source}};
+    if (join.group) {
+      out.Add(kJobGroup,
+              {{"flink_cluster", cluster},
+               {"job_id", join.job_id},
+               {"job_name", join.job_name},
+               {"kafka_cluster", join.kafka_cluster},
+               {"group", *join.group},
+               {"association", join.association}},
+              1);
+    }
+    for (const analysis::FlinkPartitionJoin& partition : join.partitions) {
+      Labels labels = source_labels;
+      labels.emplace_back("topic", partition.topic);
+      labels.emplace_back("partition", std::to_string(partition.partition));
+      if (partition.current) out.Add(kCurrent, labels, static_cast<double>(*partition.current));
+      if (partition.committed)
+        out.Add(kCommitted, labels, static_cast<double>(*partition.committed));
+      if (partition.flink_lag)
+        out.Add(kFlinkLag, labels, static_cast<double>(*partition.flink_lag));
+      if (partition.checkpoint_gap)
+        out.Add(kGap, labels, static_cast<double>(*partition.checkpoint_gap));
+    }
+    for (const analysis::FlinkTopicJoin& topic : join.topics) {
+      Labels labels = source_labels;
+      labels.emplace_back("topic", topic.topic);
+      out.Add(kTopicFlinkLag, labels, static_cast<double>(topic.flink_lag_sum));
+      out.Add(kTopicGap, labels, static_cast<double>(topic.checkpoint_gap_sum));
+    }
+    for (const analysis::UnresolvedTopic& unresolved : join.unresolved) {
+      Labels labels = source_labels;
+      labels.emplace_back("escaped_topic", unresolved.escaped_topic);
+      labels.emplace_back("reason", unresolved.reason);
+      out.Add(kUnresolved, labels, 1);
+    }
+  }
+}
+
+}  // namespace lagsight::metrics

@@ -1,0 +1,131 @@
+// The join of a Flink job's reader offsets with the Kafka half: topic names, association, and
+// the arithmetic of Flink-side lag and checkpoint gap.
+#include "analysis/flink_join.h"
+
+#include <catch.hpp>
+
+namespace {
+
+using namespace lagsight;
+
+flink::FlinkSnapshot OneJob(std::map<flink::MetricTopicPartition, flink::SourceOffsets> partitions,
+                            std::string job_name = "orders-enrichment") {
+  flink::FlinkJob job;
+  job.overview = {"jid1", std::move(job_name), "RUNNING", 0};
+  flink::SourceReader reader;
+  reader.vertex_id = "v1";
+  reader.name = "Source: orders-source -> Map";
+  reader.partitions = std::move(partitions);
+  job.sources.push_back(reader);
+  flink::FlinkSnapshot snapshot;
+  snapshot.jobs.push_back(job);
+  return snapshot;
+}
+
+kafka::KafkaSnapshot Kafka() {
+  kafka::KafkaSnapshot snapshot;
+  snapshot.all_topics = {"orders.v2", "audit"};
+  snapshot.topic_partitions = {{"orders.v2", 2}};
+  snapshot.partitions = {{{"orders.v2", 0}, {0, 1000}}, {{"orders.v2", 1}, {0, 500}}};
+  kafka::ConsumerGroup flink_group;
+  flink_group.id = "orders-enrichment";
+  flink_group.committed = {{{"orders.v2", 0}, 900}, {{"orders.v2", 1}, 450}};
+  kafka::ConsumerGroup other;
+  other.id = "someone-else";
+  other.committed = {{{"orders.v2", 0}, 10}, {{"orders.v2", 1}, 450}};
+  snapshot.groups = {other, flink_group};
+  return snapshot;
+}
+
+config::FlinkClusterConfig Config() {
+  config::FlinkClusterConfig config;
+  config.name = "f";
+  config.kafka_cluster = "prod";
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("Flink-side lag and checkpoint gap per partition, with topic sums") {
+  const auto kafka = Kafka();
+  const auto joins = analysis::JoinFlinkWithKafka(
+      Config(), OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}}),
+      {{"prod", &kafka}});
+  REQUIRE(joins.size() == 1);
+  const auto& join = joins[0];
+  CHECK(join.source == "orders-source");
+  CHECK(join.kafka_cluster == "prod");
+  REQUIRE(join.partitions.size() == 2);
+  CHECK(join.partitions[0].topic == "orders.v2");
+  CHECK(*join.partitions[0].flink_lag == 1000 - 950);
+  CHECK(*join.partitions[0].checkpoint_gap == 950 - 900);
+  CHECK(*join.partitions[1].flink_lag == 0);
+  CHECK(*join.partitions[1].checkpoint_gap == 50);
+  REQUIRE(join.topics.size() == 1);
+  CHECK(join.topics[0].flink_lag_sum == 50);
+  CHECK(join.topics[0].checkpoint_gap_sum == 100);
+}
+
+TEST_CASE("the group whose commits equal the job's committedOffset is matched") {
+  const auto kafka = Kafka();
+  const auto joins = analysis::JoinFlinkWithKafka(
+      Config(), OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}}),
+      {{"prod", &kafka}});
+  CHECK(*joins[0].group == "orders-enrichment");
+  CHECK(joins[0].association == "matched");
+}
+
+TEST_CASE("two groups that fit equally are not guessed between") {
+  auto kafka = Kafka();
+  kafka.groups[0].committed = kafka.groups[1].committed;
+  const auto joins = analysis::JoinFlinkWithKafka(
+      Config(), OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}}),
+      {{"prod", &kafka}});
+  CHECK_FALSE(joins[0].group.has_value());
+}
+
+TEST_CASE("a configured mapping wins over matching") {
+  auto config = Config();
+  config.groups.push_back({*config::Pattern::Compile("orders-.*"), "configured-group", "prod"});
+  const auto kafka = Kafka();
+  const auto joins = analysis::JoinFlinkWithKafka(config, OneJob({{{"orders_v2", 0}, {1, 2}}}),
+                                                  {{"prod", &kafka}});
+  CHECK(*joins[0].group == "configured-group");
+  CHECK(joins[0].association == "configured");
+}
+
+TEST_CASE("a job without commits is associated with nothing, but its lag is known") {
+  const auto kafka = Kafka();
+  const auto joins = analysis::JoinFlinkWithKafka(
+      Config(), OneJob({{{"orders_v2", 0}, {99, std::nullopt}}}), {{"prod", &kafka}});
+  CHECK_FALSE(joins[0].group.has_value());
+  CHECK(*joins[0].partitions[0].flink_lag == 900);
+  CHECK_FALSE(joins[0].partitions[0].checkpoint_gap.has_value());
+}
+
+TEST_CASE("an escaped topic name that fits two real topics is reported, not guessed") {
+  auto kafka = Kafka();
+  kafka.all_topics = {"orders.v2", "orders_v2"};
+  const auto joins = analysis::JoinFlinkWithKafka(Config(), OneJob({{{"orders_v2", 0}, {9, 5}}}),
+                                                  {{"prod", &kafka}});
+  REQUIRE(joins[0].unresolved.size() == 1);
+  CHECK(joins[0].unresolved[0].escaped_topic == "orders_v2");
+  CHECK(joins[0].unresolved[0].reason == "ambiguous");
+  CHECK(joins[0].partitions.empty());
+}
+
+TEST_CASE("a topic the Kafka cluster does not have is reported as unknown") {
+  const auto kafka = Kafka();
+  const auto joins =
+      analysis::JoinFlinkWithKafka(Config(), OneJob({{{"gone", 0}, {9, 5}}}), {{"prod", &kafka}});
+  REQUIRE(joins[0].unresolved.size() == 1);
+  CHECK(joins[0].unresolved[0].reason == "unknown");
+}
+
+TEST_CASE("with the Kafka cluster down, offsets are still joined but no lag is invented") {
+  const auto joins =
+      analysis::JoinFlinkWithKafka(Config(), OneJob({{{"orders_v2", 0}, {9, 5}}}), {});
+  REQUIRE(joins.size() == 1);
+  CHECK(joins[0].partitions.empty());  // without Kafka's topic list the name cannot be mapped
+  CHECK(joins[0].unresolved.empty());  // ... and is not wrongly called unknown
+}
