@@ -1,12 +1,14 @@
-"""The lagsight demo: a real local Kafka broker, traffic, groups of every kind, and lagsight.
+"""The lagsight demo: a real local Kafka broker, a real Flink job, traffic, groups of every kind.
 
 Started by deploy/demo.sh after it installed and built everything. It runs until Ctrl-C and then
 stops what it started. What you will see on /metrics:
 
 - ``demo-active``   a classic group with one live member that stopped consuming: lag grows;
 - ``demo-empty``    a group that committed and left (state empty, kind classic);
-- ``demo-flink``    a simple group that commits like a Flink KafkaSource on checkpoints (every
-                    10 s, never joining): its Kafka-side lag climbs and drops, the sawtooth;
+- ``demo-enrichment`` a real Flink 2.x job (MiniCluster, REST on a local port) reading the topic
+                    with a KafkaSource and checkpointing every 10 s: its group's Kafka-side lag
+                    climbs and drops with each checkpoint (the sawtooth) while lagsight_flink_lag_records
+                    stays low;
 - ``demo-partial``  a simple group that committed only half the partitions: the others show up
                     as lagsight_kafka_group_partition_uncommitted.
 """
@@ -25,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "harness"))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+from flink_job import FlinkJob, JobSpec  # noqa: E402
 from kafka_broker import KafkaBroker  # noqa: E402
 from workload import SubscribedConsumer, commit_without_joining, create_topic, make_empty_group, produce  # noqa: E402
 
@@ -45,26 +48,6 @@ def keep_producing(bootstrap: str, stop: threading.Event) -> None:
     producer.flush(5)
 
 
-def commit_like_flink(bootstrap: str, stop: threading.Event) -> None:
-    """Reads everything, but commits only every CHECKPOINT_INTERVAL_SECONDS, as Flink does."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-flink",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
-    position: dict[int, int] = {}
-    next_checkpoint = time.monotonic() + CHECKPOINT_INTERVAL_SECONDS
-    try:
-        while not stop.is_set():
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                position[message.partition()] = message.offset() + 1
-            if time.monotonic() >= next_checkpoint and position:
-                consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in position.items()],
-                                asynchronous=False)
-                next_checkpoint += CHECKPOINT_INTERVAL_SECONDS
-    finally:
-        consumer.close()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the lagsight demo.")
     parser.add_argument("--lagsight", type=Path, default=REPO / "build/cmd/lagsight/lagsight")
@@ -75,6 +58,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     work = Path(tempfile.mkdtemp(prefix="lagsight-demo-"))
     broker = KafkaBroker(work / "kafka")
+    flink = None
     lagsight = None
     threads: list[threading.Thread] = []
     active = None
@@ -87,10 +71,15 @@ def main() -> int:
         make_empty_group(bootstrap, "demo-empty", [TOPIC], commit_at=60)
         commit_without_joining(bootstrap, "demo-partial", {(TOPIC, 0): 50, (TOPIC, 1): 70})
         active = SubscribedConsumer(bootstrap, "demo-active", [TOPIC], commit_at=90).start()
-        for target in (keep_producing, commit_like_flink):
-            thread = threading.Thread(target=target, args=(bootstrap, stop), daemon=True)
-            thread.start()
-            threads.append(thread)
+        producer = threading.Thread(target=keep_producing, args=(bootstrap, stop), daemon=True)
+        producer.start()
+        threads.append(producer)
+        print("demo: starting a Flink 2.x MiniCluster with a KafkaSource job ...", flush=True)
+        flink = FlinkJob("2.x", [JobSpec(name="demo-enrichment", topics=[TOPIC], group="demo-enrichment",
+                                         checkpoint_ms=CHECKPOINT_INTERVAL_SECONDS * 1000,
+                                         parallelism=2, delay_us=2000)],
+                         work / "flink", bootstrap=bootstrap)
+        flink.start()
 
         config = work / "lagsight.yaml"
         config.write_text(f"""kafka:
@@ -98,13 +87,18 @@ def main() -> int:
     bootstrap_servers: {bootstrap}
     poll_interval: 2s
     request_timeout: 5s
+flink:
+  - name: demo-flink
+    rest_url: {flink.rest_url}
+    kafka_cluster: demo
+    poll_interval: 2s
 """)
         lagsight = subprocess.Popen([str(args.lagsight), f"--config.file={config}",
                                      f"--web.listen-address={args.listen}"])
         print(f"""
-demo: Kafka at {bootstrap}; lagsight config {config}
+demo: Kafka at {bootstrap}; Flink REST at {flink.rest_url}; lagsight config {config}
 demo: metrics at http://{args.listen}/metrics   (landing page http://{args.listen}/)
-demo: try  curl -s http://{args.listen}/metrics | grep -E 'lagsight_kafka_group_(lag_records|info)'
+demo: try  curl -s http://{args.listen}/metrics | grep -E 'lagsight_(kafka_group_lag_records|flink_lag_records|flink_checkpoint_age)'
 demo: Ctrl-C stops everything.
 """, flush=True)
         while not stop.wait(1.0):
@@ -122,6 +116,8 @@ demo: Ctrl-C stops everything.
             active.stop()
         for thread in threads:
             thread.join(10)
+        if flink is not None:
+            flink.stop()
         broker.stop()
         print(f"demo: stopped (files kept in {work})")
     return 0

@@ -161,3 +161,15 @@ def test_flink_half_equals_rest_and_kafka(version, kafka_broker, start_lagsight,
     truth = {(r.group, r.partition): r.current_offset
              for r in kafka.consumer_groups_describe_all(bootstrap) if r.group in groups}
     assert committed == truth
+
+    # Flink back on the same address: lagsight reads it again.
+    port = int(flink.rest_url.rsplit(":", 1)[1])
+    revived = JobSpec(name=f"{unique_prefix}-revived", topics=[topics[1]], group=groups[1],
+                      checkpoint_ms=1000, parallelism=1)
+    with FlinkJob(version, [revived], tmp_path / "flink-again", bootstrap=bootstrap,
+                  rest_port=port) as flink_again:
+        jid = flink_again.jobs[revived.name]
+        lagsight.wait_for(
+            lambda m: set(promtext.select(m, "lagsight_flink_up").values()) == {1}
+            and promtext.select(m, "lagsight_flink_job_info", job_id=jid),
+            "lagsight_flink_up back to 1 with the new job")
