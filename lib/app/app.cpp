@@ -115,6 +115,38 @@ Result<ValidatedConfig> Validate(const std::string& text, const std::string& pat
   return validated;
 }
 
+// A source's polling state and health, and the one way they change after a poll.
+struct SourceHealth {
+  bool polling = false;
+  bool polled_once = false;
+  metrics::PollStatus status;
+  std::string last_error;
+
+  // Counts the poll and logs transitions: each new problem once at warn, its repetitions at
+  // debug (the metrics show them), and the recovery at info.
+  void Record(std::string_view kind, const std::string& name, const std::string* error,
+              double seconds) {
+    const bool was_up = status.up || !polled_once;
+    polling = false;
+    polled_once = true;
+    status.polls_total++;
+    status.last_duration_seconds = seconds;
+    if (error == nullptr) {
+      if (!status.up && status.polls_total > 1)
+        spdlog::info("{} cluster \"{}\": polled successfully again", kind, name);
+      status.up = true;
+      status.last_success_unix_seconds = UnixNow();
+      last_error.clear();
+      return;
+    }
+    status.up = false;
+    status.poll_failures_total++;
+    spdlog::log(was_up || *error != last_error ? spdlog::level::warn : spdlog::level::debug,
+                "{} cluster \"{}\": poll failed: {}", kind, name, *error);
+    last_error = *error;
+  }
+};
+
 class Daemon {
  public:
   Daemon(Options options, asio::ip::tcp::endpoint listen_endpoint)
@@ -154,10 +186,7 @@ class Daemon {
     config::KafkaClusterConfig config;
     std::shared_ptr<kafka::Collector> collector;
     asio::steady_timer timer;
-    bool polling = false;
-    bool polled_once = false;
-    metrics::PollStatus status;
-    std::string last_error;
+    SourceHealth health;
     std::size_t last_partial_errors = 0;
     std::shared_ptr<const kafka::KafkaSnapshot> snapshot;  // null while the cluster is down
     std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
@@ -175,10 +204,7 @@ class Daemon {
     config::FlinkClusterConfig config;
     std::shared_ptr<flink::Collector> collector;
     asio::steady_timer timer;
-    bool polling = false;
-    bool polled_once = false;
-    metrics::PollStatus status;
-    std::string last_error;
+    SourceHealth health;
     std::shared_ptr<const flink::FlinkSnapshot> snapshot;  // null while the REST API is down
   };
 
@@ -219,8 +245,8 @@ class Daemon {
       if (existing != sources_.end()) {
         // Changed settings: counters go on, and the last data is served until the new
         // settings' first poll replaces it, so a reload does not blank the cluster's series.
-        source->status = existing->second->status;
-        source->polled_once = existing->second->polled_once;
+        source->health = existing->second->health;
+        source->health.polling = false;
         source->snapshot = existing->second->snapshot;
         source->lags = existing->second->lags;
       }
@@ -248,8 +274,8 @@ class Daemon {
       }
       auto source = std::make_shared<FlinkSource>(io_, cluster);
       if (existing != flink_sources_.end()) {
-        source->status = existing->second->status;
-        source->polled_once = existing->second->polled_once;
+        source->health = existing->second->health;
+        source->health.polling = false;
         source->snapshot = existing->second->snapshot;
       }
       next_flink[cluster.name] = source;
@@ -288,13 +314,13 @@ class Daemon {
 
   void StartPoll(const std::shared_ptr<KafkaSource>& source) {
     if (stopping_) return;
-    if (source->polling) {
+    if (source->health.polling) {
       spdlog::warn("kafka cluster \"{}\": the previous poll is still running; skipping this one",
                    source->config.name);
       ScheduleNextPoll(source, SteadyClock::now() + source->config.poll_interval);
       return;
     }
-    source->polling = true;
+    source->health.polling = true;
     const auto started = SteadyClock::now();
     asio::post(workers_, [this, source, collector = source->collector, started,
                           flink_topics = FlinkTopics()] {
@@ -321,17 +347,8 @@ class Daemon {
                   std::shared_ptr<const std::vector<analysis::GroupLag>> lags,
                   const std::string& error, double seconds, SteadyClock::time_point started) {
     const std::string& name = source->config.name;
-    const bool was_up = source->status.up || !source->polled_once;
-    source->polling = false;
-    source->polled_once = true;
-    source->status.polls_total++;
-    source->status.last_duration_seconds = seconds;
+    source->health.Record("kafka", name, snapshot ? nullptr : &error, seconds);
     if (snapshot) {
-      if (!source->status.up && source->status.polls_total > 1) {
-        spdlog::info("kafka cluster \"{}\": polled successfully again", name);
-      }
-      source->status.up = true;
-      source->status.last_success_unix_seconds = UnixNow();
       if (snapshot->partial_errors.size() != source->last_partial_errors) {
         for (const std::string& partial : snapshot->partial_errors) {
           spdlog::warn("kafka cluster \"{}\": {}", name, partial);
@@ -340,15 +357,6 @@ class Daemon {
       source->last_partial_errors = snapshot->partial_errors.size();
       spdlog::debug("kafka cluster \"{}\": polled {} groups in {:.3f}s", name,
                     snapshot->groups.size(), seconds);
-      source->last_error.clear();
-    } else {
-      source->status.up = false;
-      source->status.poll_failures_total++;
-      // Log each new problem once at warn; the same failure repeating is visible in the metrics.
-      spdlog::log(
-          was_up || error != source->last_error ? spdlog::level::warn : spdlog::level::debug,
-          "kafka cluster \"{}\": poll failed: {}", name, error);
-      source->last_error = error;
     }
     source->snapshot = std::move(snapshot);
     source->lags = std::move(lags);
@@ -373,8 +381,8 @@ class Daemon {
   }
 
   void StartFlinkPoll(const std::shared_ptr<FlinkSource>& source) {
-    if (stopping_ || source->polling) return;
-    source->polling = true;
+    if (stopping_ || source->health.polling) return;
+    source->health.polling = true;
     asio::co_spawn(
         io_,
         [this, source, collector = source->collector]() -> asio::awaitable<void> {
@@ -391,29 +399,13 @@ class Daemon {
                        Result<flink::FlinkSnapshot> polled, double seconds,
                        SteadyClock::time_point started) {
     const std::string& name = source->config.name;
-    const bool was_up = source->status.up || !source->polled_once;
-    source->polling = false;
-    source->polled_once = true;
-    source->status.polls_total++;
-    source->status.last_duration_seconds = seconds;
+    source->health.Record("flink", name, polled ? nullptr : &polled.error().message, seconds);
     if (polled) {
-      if (!source->status.up && source->status.polls_total > 1) {
-        spdlog::info("flink cluster \"{}\": polled successfully again", name);
-      }
-      source->status.up = true;
-      source->status.last_success_unix_seconds = UnixNow();
       for (const std::string& partial : polled->partial_errors) {
         spdlog::debug("flink cluster \"{}\": {}", name, partial);
       }
       source->snapshot = std::make_shared<const flink::FlinkSnapshot>(std::move(polled).value());
-      source->last_error.clear();
     } else {
-      source->status.up = false;
-      source->status.poll_failures_total++;
-      spdlog::log(was_up || polled.error().message != source->last_error ? spdlog::level::warn
-                                                                         : spdlog::level::debug,
-                  "flink cluster \"{}\": poll failed: {}", name, polled.error().message);
-      source->last_error = polled.error().message;
       source->snapshot.reset();
     }
     const auto current = flink_sources_.find(name);
@@ -448,13 +440,13 @@ class Daemon {
     };
     std::vector<Input> inputs;
     for (const auto& [name, source] : sources_) {
-      if (!source->polled_once) continue;  // nothing known yet: /readyz says so
-      inputs.push_back({name, source->status, source->snapshot, source->lags});
+      if (!source->health.polled_once) continue;  // nothing known yet: /readyz says so
+      inputs.push_back({name, source->health.status, source->snapshot, source->lags});
     }
     std::vector<FlinkInput> flink_inputs;
     for (const auto& [name, source] : flink_sources_) {
-      if (!source->polled_once) continue;
-      flink_inputs.push_back({source->config, source->status, source->snapshot});
+      if (!source->health.polled_once) continue;
+      flink_inputs.push_back({source->config, source->health.status, source->snapshot});
     }
     const std::uint64_t generation = ++render_generation_;
     asio::post(workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
@@ -490,10 +482,10 @@ class Daemon {
   http::Readiness Readiness() const {
     std::string waiting;
     for (const auto& [name, source] : sources_) {
-      if (!source->polled_once) waiting += (waiting.empty() ? "kafka " : ", kafka ") + name;
+      if (!source->health.polled_once) waiting += (waiting.empty() ? "kafka " : ", kafka ") + name;
     }
     for (const auto& [name, source] : flink_sources_) {
-      if (!source->polled_once) waiting += (waiting.empty() ? "flink " : ", flink ") + name;
+      if (!source->health.polled_once) waiting += (waiting.empty() ? "flink " : ", flink ") + name;
     }
     if (sources_.empty()) return {false, "no sources configured"};
     if (!waiting.empty()) return {false, "waiting for the first poll of " + waiting};

@@ -111,6 +111,24 @@ class Reader {
     return std::move(filter).value();
   }
 
+  // The required `name` of a cluster: it becomes a label value, so it is kept simple.
+  std::string ClusterName(const YAML::Node& node, const std::string& path) const {
+    if (!node["name"]) Fail(node, path, "missing required key \"name\"");
+    const std::string name = String(node["name"], path + ".name");
+    static const std::regex kName("^[A-Za-z0-9_.:-]+$");
+    if (!std::regex_match(name, kName)) {
+      Fail(node["name"], path + ".name",
+           "\"" + name + "\" must be non-empty and use only letters, digits and _.:-");
+    }
+    return name;
+  }
+
+  // Reads `key` as a period of at least 100ms into `into` when present; keeps the default if not.
+  void OptionalPeriod(const YAML::Node& node, const std::string& path, const char* key,
+                      milliseconds& into) const {
+    if (node[key]) into = Duration(node[key], path + "." + key, milliseconds(100));
+  }
+
   static std::string Join(const std::string& path, std::string_view key) {
     return path.empty() ? std::string(key) : path + "." + std::string(key);
   }
@@ -174,13 +192,7 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
        "poll_timeout", "max_concurrent_requests", "groups", "topics"});
   KafkaClusterConfig cluster;
 
-  if (!node["name"]) reader.Fail(node, path, "missing required key \"name\"");
-  cluster.name = reader.String(node["name"], path + ".name");
-  static const std::regex kName("^[A-Za-z0-9_.:-]+$");
-  if (!std::regex_match(cluster.name, kName)) {
-    reader.Fail(node["name"], path + ".name",
-                "\"" + cluster.name + "\" must be non-empty and use only letters, digits and _.:-");
-  }
+  cluster.name = reader.ClusterName(node, path);
 
   const YAML::Node servers = node["bootstrap_servers"];
   const std::string servers_path = path + ".bootstrap_servers";
@@ -216,19 +228,9 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
     }
   }
 
-  constexpr milliseconds kMinimumPeriod{100};
-  if (node["poll_interval"]) {
-    cluster.poll_interval =
-        reader.Duration(node["poll_interval"], path + ".poll_interval", kMinimumPeriod);
-  }
-  if (node["request_timeout"]) {
-    cluster.request_timeout =
-        reader.Duration(node["request_timeout"], path + ".request_timeout", kMinimumPeriod);
-  }
-  if (node["poll_timeout"]) {
-    cluster.poll_timeout =
-        reader.Duration(node["poll_timeout"], path + ".poll_timeout", kMinimumPeriod);
-  }
+  reader.OptionalPeriod(node, path, "poll_interval", cluster.poll_interval);
+  reader.OptionalPeriod(node, path, "request_timeout", cluster.request_timeout);
+  reader.OptionalPeriod(node, path, "poll_timeout", cluster.poll_timeout);
   if (cluster.poll_timeout < cluster.request_timeout) {
     if (node["poll_timeout"]) {
       reader.Fail(
@@ -268,13 +270,7 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
       {"name", "rest_url", "kafka_cluster", "poll_interval", "request_timeout",
        "max_concurrent_requests", "max_response_bytes", "tls", "auth", "jobs", "groups"});
   FlinkClusterConfig cluster;
-  if (!node["name"]) reader.Fail(node, path, "missing required key \"name\"");
-  cluster.name = reader.String(node["name"], path + ".name");
-  static const std::regex kName("^[A-Za-z0-9_.:-]+$");
-  if (!std::regex_match(cluster.name, kName)) {
-    reader.Fail(node["name"], path + ".name",
-                "\"" + cluster.name + "\" must be non-empty and use only letters, digits and _.:-");
-  }
+  cluster.name = reader.ClusterName(node, path);
   if (!node["rest_url"]) reader.Fail(node, path, "missing required key \"rest_url\"");
   cluster.rest_url = reader.String(node["rest_url"], path + ".rest_url");
   static const std::regex kUrl(R"(^https?://(\[[^\]]+\]|[^/:]+)(:[0-9]{1,5})?(/.*)?$)");
@@ -292,15 +288,8 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   if (node["kafka_cluster"]) {
     cluster.kafka_cluster = require_kafka_cluster(node["kafka_cluster"], path + ".kafka_cluster");
   }
-  constexpr milliseconds kMinimumPeriod{100};
-  if (node["poll_interval"]) {
-    cluster.poll_interval =
-        reader.Duration(node["poll_interval"], path + ".poll_interval", kMinimumPeriod);
-  }
-  if (node["request_timeout"]) {
-    cluster.request_timeout =
-        reader.Duration(node["request_timeout"], path + ".request_timeout", kMinimumPeriod);
-  }
+  reader.OptionalPeriod(node, path, "poll_interval", cluster.poll_interval);
+  reader.OptionalPeriod(node, path, "request_timeout", cluster.request_timeout);
   if (node["max_concurrent_requests"]) {
     cluster.max_concurrent_requests =
         reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 64);

@@ -7,19 +7,18 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDef kUp{"lagsight_flink_up",
-                        "1 if the latest poll of the Flink REST API succeeded.", MetricType::Gauge};
-constexpr MetricDef kPollDuration{"lagsight_flink_poll_duration_seconds",
-                                  "How long the latest poll of the Flink cluster took.",
-                                  MetricType::Gauge};
-constexpr MetricDef kLastPoll{
-    "lagsight_flink_last_poll_timestamp_seconds",
-    "Unix time at which the latest successful poll of the Flink cluster completed.",
-    MetricType::Gauge};
-constexpr MetricDef kPolls{"lagsight_flink_polls_total", "Polls of the Flink cluster.",
-                           MetricType::Counter};
-constexpr MetricDef kPollFailures{"lagsight_flink_poll_failures_total",
-                                  "Polls of the Flink cluster that failed.", MetricType::Counter};
+constexpr PollStatusMetrics kHealth{
+    {"lagsight_flink_up", "1 if the latest poll of the Flink REST API succeeded.",
+     MetricType::Gauge},
+    {"lagsight_flink_poll_duration_seconds", "How long the latest poll of the Flink cluster took.",
+     MetricType::Gauge},
+    {"lagsight_flink_last_poll_timestamp_seconds",
+     "Unix time at which the latest successful poll of the Flink cluster completed.",
+     MetricType::Gauge},
+    {"lagsight_flink_polls_total", "Polls of the Flink cluster.", MetricType::Counter},
+    {"lagsight_flink_poll_failures_total", "Polls of the Flink cluster that failed.",
+     MetricType::Counter}};
+
 constexpr MetricDef kPartialErrors{"lagsight_flink_poll_partial_errors",
                                    "Jobs the latest poll could not read (the rest succeeded).",
                                    MetricType::Gauge};
@@ -124,12 +123,7 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
                         const std::vector<analysis::FlinkSourceJoin>& joins,
                         double now_unix_seconds, FamilyBuilder& out) {
   const Labels cluster_labels = {{"flink_cluster", cluster}};
-  out.Add(kUp, cluster_labels, status.up ? 1 : 0);
-  out.Add(kPollDuration, cluster_labels, status.last_duration_seconds);
-  if (status.last_success_unix_seconds)
-    out.Add(kLastPoll, cluster_labels, *status.last_success_unix_seconds);
-  out.Add(kPolls, cluster_labels, static_cast<double>(status.polls_total));
-  out.Add(kPollFailures, cluster_labels, static_cast<double>(status.poll_failures_total));
+  AppendPollStatus(kHealth, cluster_labels, status, out);
   if (snapshot == nullptr) return;
   out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
 

@@ -5,20 +5,18 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDef kUp{"lagsight_kafka_up",
-                        "1 if the latest poll of the Kafka cluster succeeded, else 0.",
-                        MetricType::Gauge};
-constexpr MetricDef kPollDuration{"lagsight_kafka_poll_duration_seconds",
-                                  "How long the latest poll of the Kafka cluster took.",
-                                  MetricType::Gauge};
-constexpr MetricDef kLastPoll{
-    "lagsight_kafka_last_poll_timestamp_seconds",
-    "Unix time at which the latest successful poll of the Kafka cluster completed.",
-    MetricType::Gauge};
-constexpr MetricDef kPolls{"lagsight_kafka_polls_total", "Polls of the Kafka cluster.",
-                           MetricType::Counter};
-constexpr MetricDef kPollFailures{"lagsight_kafka_poll_failures_total",
-                                  "Polls of the Kafka cluster that failed.", MetricType::Counter};
+constexpr PollStatusMetrics kHealth{
+    {"lagsight_kafka_up", "1 if the latest poll of the Kafka cluster succeeded, else 0.",
+     MetricType::Gauge},
+    {"lagsight_kafka_poll_duration_seconds", "How long the latest poll of the Kafka cluster took.",
+     MetricType::Gauge},
+    {"lagsight_kafka_last_poll_timestamp_seconds",
+     "Unix time at which the latest successful poll of the Kafka cluster completed.",
+     MetricType::Gauge},
+    {"lagsight_kafka_polls_total", "Polls of the Kafka cluster.", MetricType::Counter},
+    {"lagsight_kafka_poll_failures_total", "Polls of the Kafka cluster that failed.",
+     MetricType::Counter}};
+
 constexpr MetricDef kPartialErrors{
     "lagsight_kafka_poll_partial_errors",
     "Groups or partitions the latest poll could not read (the rest of the poll succeeded).",
@@ -77,12 +75,7 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
                         const kafka::KafkaSnapshot* snapshot,
                         const std::vector<analysis::GroupLag>* lags, FamilyBuilder& out) {
   const Labels cluster_labels = {{"kafka_cluster", cluster}};
-  out.Add(kUp, cluster_labels, status.up ? 1 : 0);
-  out.Add(kPollDuration, cluster_labels, status.last_duration_seconds);
-  if (status.last_success_unix_seconds)
-    out.Add(kLastPoll, cluster_labels, *status.last_success_unix_seconds);
-  out.Add(kPolls, cluster_labels, static_cast<double>(status.polls_total));
-  out.Add(kPollFailures, cluster_labels, static_cast<double>(status.poll_failures_total));
+  AppendPollStatus(kHealth, cluster_labels, status, out);
   if (snapshot == nullptr || lags == nullptr) return;
 
   out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));

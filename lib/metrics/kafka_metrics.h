@@ -14,17 +14,9 @@
 #include "analysis/kafka_lag.h"
 #include "kafka/snapshot.h"
 #include "metrics/exposition.h"
+#include "metrics/poll_status.h"
 
 namespace lagsight::metrics {
-
-// A source's health across polls, kept by the app.
-struct PollStatus {
-  bool up = false;
-  double last_duration_seconds = 0;
-  std::optional<double> last_success_unix_seconds;
-  std::uint64_t polls_total = 0;
-  std::uint64_t poll_failures_total = 0;
-};
 
 // `snapshot` and `lags` are null when the latest poll failed.
 void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
