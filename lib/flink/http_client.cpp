@@ -77,7 +77,10 @@ struct HttpClient::Impl {
     co_await Lowest(*stream).async_connect(endpoints,
                                            asio::redirect_error(asio::use_awaitable, error));
     if (error) co_return Error{"connecting to " + host + ":" + port + ": " + error.message()};
-    if (!SSL_set_tlsext_host_name(stream->native_handle(), host.c_str())) {
+    // SNI carries host names only (RFC 6066 3); the certificate is still checked against an IP.
+    beast::error_code not_an_ip;
+    asio::ip::make_address(host, not_an_ip);
+    if (not_an_ip && !SSL_set_tlsext_host_name(stream->native_handle(), host.c_str())) {
       co_return Error{"TLS: cannot set the server name " + host};
     }
     if (!options.insecure_skip_verify) {
