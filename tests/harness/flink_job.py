@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from processes import terminate
+
 HARNESS_DIR = Path(__file__).resolve().parent
 FLINK_DIR = HARNESS_DIR / "flink"
 BUILD_SCRIPT = FLINK_DIR / "build.sh"
@@ -270,15 +272,7 @@ class FlinkJob:
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (the JVM closes the MiniCluster and exits); SIGKILL after ``timeout``."""
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=10)
+        terminate(self._process, timeout)
         self._process = None
 
     def log_tail(self, lines: int = 80) -> str:

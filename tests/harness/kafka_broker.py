@@ -32,6 +32,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from processes import terminate
+
 HARNESS_DIR = Path(__file__).resolve().parent
 POM = HARNESS_DIR / "kafka" / "pom.xml"
 CLASSPATH_FILE = HARNESS_DIR / "kafka" / "target" / "classpath.txt"
@@ -232,15 +234,7 @@ class KafkaBroker:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Controlled shutdown (SIGTERM); SIGKILL only if it has not exited within the timeout."""
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=10)
+        terminate(self._process, timeout)
         self._process = None
 
     def log_tail(self, lines: int = 60) -> str:
