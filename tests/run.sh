@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), then integration
-# against a real Kafka broker it starts itself (pytest). Exits non-zero when anything fails.
+# against a real Kafka broker and real Flink MiniClusters it starts itself (pytest). Exits
+# non-zero when anything fails.
 # Usage: tests/run.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +14,5 @@ cmake --build build --parallel "$(nproc)"
 echo "== unit tests"
 (cd build && ctest --output-on-failure)
 
-echo "== integration tests (real Kafka)"
+echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v "$@"
