@@ -17,6 +17,7 @@
 
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
+#include "analysis/offset_regressions.h"
 #include "flink/collector.h"
 #include "http/listen_address.h"
 #include "http/server.h"
@@ -188,6 +189,9 @@ class Daemon {
     asio::steady_timer timer;
     SourceHealth health;
     std::size_t last_partial_errors = 0;
+    // Kept across polls and reloads; entries of vanished groups or partitions are dropped.
+    std::shared_ptr<const metrics::OffsetRegressionCounts> regressions =
+        std::make_shared<const metrics::OffsetRegressionCounts>();
     std::shared_ptr<const kafka::KafkaSnapshot> snapshot;  // null while the cluster is down
     std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
   };
@@ -249,6 +253,7 @@ class Daemon {
         source->health.polling = false;
         source->snapshot = existing->second->snapshot;
         source->lags = existing->second->lags;
+        source->regressions = existing->second->regressions;
       }
       next[cluster.name] = source;
       StartPoll(source);
@@ -323,21 +328,24 @@ class Daemon {
     source->health.polling = true;
     const auto started = SteadyClock::now();
     asio::post(workers_, [this, source, collector = source->collector, started,
-                          flink_topics = FlinkTopics()] {
+                          flink_topics = FlinkTopics(), previous = source->snapshot] {
       auto polled = collector->Poll(flink_topics);
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
+      std::vector<analysis::OffsetRegression> regressions;
       std::string error;
       if (polled) {
         snapshot = std::make_shared<const kafka::KafkaSnapshot>(std::move(polled).value());
         lags = std::make_shared<const std::vector<analysis::GroupLag>>(
             analysis::ComputeGroupLags(*snapshot));
+        if (previous) regressions = analysis::FindOffsetRegressions(*previous, *snapshot);
       } else {
         error = polled.error().message;
       }
       const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
-      asio::post(io_, [this, source, snapshot, lags, error, seconds, started] {
-        OnPollDone(source, snapshot, lags, error, seconds, started);
+      asio::post(io_, [this, source, snapshot, lags, regressions = std::move(regressions), error,
+                       seconds, started] {
+        OnPollDone(source, snapshot, lags, regressions, error, seconds, started);
       });
     });
   }
@@ -345,6 +353,7 @@ class Daemon {
   void OnPollDone(const std::shared_ptr<KafkaSource>& source,
                   std::shared_ptr<const kafka::KafkaSnapshot> snapshot,
                   std::shared_ptr<const std::vector<analysis::GroupLag>> lags,
+                  const std::vector<analysis::OffsetRegression>& regressions,
                   const std::string& error, double seconds, SteadyClock::time_point started) {
     const std::string& name = source->config.name;
     source->health.Record("kafka", name, snapshot ? nullptr : &error, seconds);
@@ -357,6 +366,7 @@ class Daemon {
       source->last_partial_errors = snapshot->partial_errors.size();
       spdlog::debug("kafka cluster \"{}\": polled {} groups in {:.3f}s", name,
                     snapshot->groups.size(), seconds);
+      source->regressions = CountRegressions(*source->regressions, regressions, *snapshot);
     }
     source->snapshot = std::move(snapshot);
     source->lags = std::move(lags);
@@ -364,6 +374,25 @@ class Daemon {
     if (current == sources_.end() || current->second != source) return;  // removed by a reload
     ScheduleNextPoll(source, started + source->config.poll_interval);
     RequestRender();
+  }
+
+  static std::shared_ptr<const metrics::OffsetRegressionCounts> CountRegressions(
+      const metrics::OffsetRegressionCounts& counted,
+      const std::vector<analysis::OffsetRegression>& found, const kafka::KafkaSnapshot& current) {
+    auto next = std::make_shared<metrics::OffsetRegressionCounts>();
+    for (const kafka::ConsumerGroup& group : current.groups) {
+      for (const auto& [tp, offset] : group.committed) {
+        const auto existing = counted.find({group.id, tp});
+        if (existing != counted.end()) next->emplace(existing->first, existing->second);
+      }
+    }
+    for (const analysis::OffsetRegression& regression : found) {
+      spdlog::info("kafka group \"{}\" {}/{}: committed offset went back from {} to {}",
+                   regression.group, regression.partition.topic, regression.partition.partition,
+                   regression.from, regression.to);
+      ++(*next)[{regression.group, regression.partition}];
+    }
+    return next;
   }
 
   // Topics the Flink jobs read, as their metric ids name them.
@@ -432,6 +461,7 @@ class Daemon {
       metrics::PollStatus status;
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
+      std::shared_ptr<const metrics::OffsetRegressionCounts> regressions;
     };
     struct FlinkInput {
       config::FlinkClusterConfig config;
@@ -441,7 +471,8 @@ class Daemon {
     std::vector<Input> inputs;
     for (const auto& [name, source] : sources_) {
       if (!source->health.polled_once) continue;  // nothing known yet: /readyz says so
-      inputs.push_back({name, source->health.status, source->snapshot, source->lags});
+      inputs.push_back(
+          {name, source->health.status, source->snapshot, source->lags, source->regressions});
     }
     std::vector<FlinkInput> flink_inputs;
     for (const auto& [name, source] : flink_sources_) {
@@ -456,7 +487,7 @@ class Daemon {
       metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
       for (const Input& input : inputs) {
         metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
-                                    input.lags.get(), builder);
+                                    input.lags.get(), input.regressions.get(), builder);
       }
       std::map<std::string, const kafka::KafkaSnapshot*> kafka_up;
       for (const Input& input : inputs) {

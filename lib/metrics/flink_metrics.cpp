@@ -42,6 +42,11 @@ constexpr MetricDef kLastCompletedTime{
 constexpr MetricDef kAge{"lagsight_flink_checkpoint_age_seconds",
                          "Age of the latest completed checkpoint (or savepoint) at the poll.",
                          MetricType::Gauge};
+constexpr MetricDef kAgeRatio{
+    "lagsight_flink_checkpoint_age_ratio",
+    "Checkpoint age divided by the configured checkpoint interval: around 1 "
+    "when healthy, growing while checkpoints fail.",
+    MetricType::Gauge};
 constexpr MetricDef kDuration{"lagsight_flink_checkpoint_last_duration_seconds",
                               "End-to-end duration of the latest completed checkpoint.",
                               MetricType::Gauge};
@@ -143,7 +148,10 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       if (stats.latest_completed_timestamp_ms) {
         const double completed = static_cast<double>(*stats.latest_completed_timestamp_ms) / 1000;
         out.Add(kLastCompletedTime, job_labels, completed);
-        out.Add(kAge, job_labels, std::max(0.0, now_unix_seconds - completed));
+        const double age = std::max(0.0, now_unix_seconds - completed);
+        out.Add(kAge, job_labels, age);
+        const auto& interval = job.checkpoint_config.interval_ms;
+        if (interval && *interval > 0) out.Add(kAgeRatio, job_labels, age / (*interval / 1000));
       }
       AddIf(out, kDuration, job_labels, stats.latest_duration_ms, 0.001);
       AddIf(out, kSize, job_labels, stats.latest_size_bytes);

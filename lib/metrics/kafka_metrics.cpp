@@ -58,6 +58,12 @@ constexpr MetricDef kOutOfRange{
     "1 when the committed offset lies beyond the log end or before the log start.",
     MetricType::Gauge};
 
+constexpr MetricDef kRegressions{
+    "lagsight_kafka_group_offset_regressions_total",
+    "Times the group's committed offset moved backwards between two polls (restore from an old "
+    "savepoint, shared group id, offset reset). Exported once it happened.",
+    MetricType::Counter};
+
 const char* PositionName(analysis::CommitPosition position) {
   switch (position) {
     case analysis::CommitPosition::kBeyondLogEnd:
@@ -73,7 +79,8 @@ const char* PositionName(analysis::CommitPosition position) {
 
 void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
                         const kafka::KafkaSnapshot* snapshot,
-                        const std::vector<analysis::GroupLag>* lags, FamilyBuilder& out) {
+                        const std::vector<analysis::GroupLag>* lags,
+                        const OffsetRegressionCounts* regressions, FamilyBuilder& out) {
   const Labels cluster_labels = {{"kafka_cluster", cluster}};
   AppendPollStatus(kHealth, cluster_labels, status, out);
   if (snapshot == nullptr || lags == nullptr) return;
@@ -122,6 +129,15 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
         }
       }
     }
+  }
+  if (regressions == nullptr) return;
+  for (const auto& [key, count] : *regressions) {
+    out.Add(kRegressions,
+            {{"kafka_cluster", cluster},
+             {"group", key.first},
+             {"topic", key.second.topic},
+             {"partition", std::to_string(key.second.partition)}},
+            static_cast<double>(count));
   }
 }
 

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/kafka_lag.h"
@@ -18,9 +20,14 @@
 
 namespace lagsight::metrics {
 
-// `snapshot` and `lags` are null when the latest poll failed.
+// How often each group's committed offset went backwards since lagsight started.
+using OffsetRegressionCounts =
+    std::map<std::pair<std::string, kafka::TopicPartition>, std::uint64_t>;
+
+// `snapshot` and `lags` are null when the latest poll failed; `regressions` may be null.
 void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
                         const kafka::KafkaSnapshot* snapshot,
-                        const std::vector<analysis::GroupLag>* lags, FamilyBuilder& out);
+                        const std::vector<analysis::GroupLag>* lags,
+                        const OffsetRegressionCounts* regressions, FamilyBuilder& out);
 
 }  // namespace lagsight::metrics

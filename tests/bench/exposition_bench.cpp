@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   const auto lags = analysis::ComputeGroupLags(snapshot);
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
-  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, &snapshot, &lags, builder);
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, &snapshot, &lags, nullptr, builder);
   auto families = std::move(builder).Build();
   const auto built = std::chrono::steady_clock::now();
   const std::string text = metrics::Serialize(families);

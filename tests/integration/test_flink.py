@@ -115,6 +115,11 @@ def test_flink_half_equals_rest_and_kafka(version, kafka_broker, start_lagsight,
                                           job_id=jid).values()
             assert interval == 1.0
 
+            # Age over interval: the latest checkpoint is recent, relative to a 1 s interval.
+            (ratio,) = promtext.select(metrics, "lagsight_flink_checkpoint_age_ratio",
+                                       job_id=jid).values()
+            assert 0 <= ratio < 30
+
         # The automatic association names each job's own group.
         associations = {(dict(k)["job_name"], dict(k)["group"], dict(k)["association"])
                         for k in promtext.select(metrics, "lagsight_flink_job_group_info")}

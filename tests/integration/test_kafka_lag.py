@@ -280,3 +280,27 @@ def test_broker_outage_and_restart(own_broker, start_lagsight, unique_prefix):
     quiescent_since = time.time()
     truth = read_kafka_truth(bootstrap, prefix)
     assert_lagsight_matches(lagsight.wait_for_fresh_poll(quiescent_since), truth, cluster, prefix)
+
+
+def test_offset_rewind_is_counted_as_a_regression(kafka_broker, start_lagsight, unique_prefix):
+    """A group whose committed offset goes back (as after a restore from an old savepoint)."""
+    bootstrap = kafka_broker.bootstrap
+    topic, group = f"{unique_prefix}-t", f"{unique_prefix}-g"
+    workload.create_topic(bootstrap, topic, 2)
+    workload.produce(bootstrap, topic, [200, 200])
+    workload.commit_without_joining(bootstrap, group, {(topic, 0): 150, (topic, 1): 150})
+    lagsight = start_lagsight(bootstrap)
+    committed = "lagsight_kafka_group_committed_offset"
+    lagsight.wait_for(lambda m: promtext.select(m, committed, group=group, partition="0") and
+                      set(promtext.select(m, committed, group=group).values()) == {150},
+                      "the first commits")
+    workload.commit_without_joining(bootstrap, group, {(topic, 0): 40, (topic, 1): 160})
+    truth = {r.partition: r.current_offset for r in kafka.consumer_groups_describe_all(bootstrap)
+             if r.group == group}
+    assert truth == {0: 40, 1: 160}
+    metrics = lagsight.wait_for(
+        lambda m: set(promtext.select(m, committed, group=group, partition="0").values()) == {40},
+        "the rewound commit")
+    regressions = {dict(k)["partition"]: v for k, v in promtext.select(
+        metrics, "lagsight_kafka_group_offset_regressions_total", group=group).items()}
+    assert regressions == {"0": 1}

@@ -49,7 +49,10 @@ std::string Render(const metrics::PollStatus& status, const kafka::KafkaSnapshot
   metrics::AppendProcessMetrics("1.2.3", "abc", true, 1700000000.5, builder);
   std::vector<analysis::GroupLag> lags;
   if (snapshot) lags = analysis::ComputeGroupLags(*snapshot);
-  metrics::AppendKafkaMetrics("prod", status, snapshot, snapshot ? &lags : nullptr, builder);
+  const metrics::OffsetRegressionCounts regressions = {
+      {{"orders-enrichment", {"orders.v2", 1}}, 2}};
+  metrics::AppendKafkaMetrics("prod", status, snapshot, snapshot ? &lags : nullptr, &regressions,
+                              builder);
   return metrics::Serialize(std::move(builder).Build());
 }
 

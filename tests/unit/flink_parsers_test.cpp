@@ -194,9 +194,15 @@ TEST_CASE("mutated recorded responses never crash a parser") {
       for (int edit = 0; edit < 1 + static_cast<int>(next() % 4); ++edit) {
         const std::size_t at = next() % body.size();
         switch (next() % 3) {
-          case 0: body[at] = static_cast<char>(next()); break;
-          case 1: body.erase(at, 1 + next() % 16); break;
-          default: body.insert(at, body.substr(at, 1 + next() % 16)); break;
+          case 0:
+            body[at] = static_cast<char>(next());
+            break;
+          case 1:
+            body.erase(at, 1 + next() % 16);
+            break;
+          default:
+            body.insert(at, body.substr(at, 1 + next() % 16));
+            break;
         }
         if (body.empty()) body = "{";
       }
