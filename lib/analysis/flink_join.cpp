@@ -5,11 +5,6 @@
 namespace lagsight::analysis {
 namespace {
 
-std::string Escape(std::string_view topic) {
-  std::string escaped(topic);
-  std::replace(escaped.begin(), escaped.end(), '.', '_');
-  return escaped;
-}
 
 }  // namespace
 
@@ -27,7 +22,7 @@ namespace {
 // escaped topic -> real topics with that escaped name
 std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::KafkaSnapshot& kafka) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const std::string& topic : kafka.all_topics) out[Escape(topic)].push_back(topic);
+  for (const std::string& topic : kafka.all_topics) out[flink::MetricTopicName(topic)].push_back(topic);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lagsight::flink {
@@ -54,7 +55,17 @@ struct CheckpointConfig {
   std::optional<double> tolerable_failures;
 };
 
-// The Kafka topic as it appears in a metric id: dots replaced by '_' (FACTS.md).
+// How Flink writes a Kafka topic in its metric ids: dots replaced by '_' ("orders.v2" ->
+// "orders_v2"), so the mapping back to real topics can be ambiguous.
+inline std::string MetricTopicName(std::string_view topic) {
+  std::string escaped(topic);
+  for (char& c : escaped) {
+    if (c == '.') c = '_';
+  }
+  return escaped;
+}
+
+// The Kafka topic as it appears in a metric id (see MetricTopicName).
 struct MetricTopicPartition {
   std::string escaped_topic;
   std::int32_t partition = 0;

@@ -1,5 +1,7 @@
 #include "kafka/collector.h"
 
+#include "flink/snapshot.h"
+
 #include <algorithm>
 #include <set>
 
@@ -50,12 +52,6 @@ GroupKind KindOf(const GroupListing& listing, const GroupDescription* descriptio
 
 Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin)
     : cluster_(std::move(cluster)), admin_(std::move(admin)) {}
-
-std::string EscapeTopicAsFlinkDoes(std::string_view topic) {
-  std::string escaped(topic);
-  std::replace(escaped.begin(), escaped.end(), '.', '_');
-  return escaped;
-}
 
 Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
@@ -126,7 +122,7 @@ Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics)
   for (const auto& [topic, count] : *counts) {
     if (!cluster_.topics.Accepts(topic)) continue;
     snapshot.all_topics.push_back(topic);
-    if (flink_topics.contains(EscapeTopicAsFlinkDoes(topic))) topics.insert(topic);
+    if (flink_topics.contains(flink::MetricTopicName(topic))) topics.insert(topic);
   }
   if (topics.empty()) return snapshot;
   std::vector<TopicPartition> partitions;

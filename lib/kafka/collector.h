@@ -34,7 +34,4 @@ class Collector {
   std::unique_ptr<KafkaAdmin> admin_;
 };
 
-// Flink replaces '.' in topic names with '_' in its metric ids ("orders.v2" -> "orders_v2").
-std::string EscapeTopicAsFlinkDoes(std::string_view topic);
-
 }  // namespace lagsight::kafka
