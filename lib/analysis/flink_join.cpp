@@ -3,10 +3,6 @@
 #include <algorithm>
 
 namespace lagsight::analysis {
-namespace {
-
-
-}  // namespace
 
 std::string FlinkSourceName(const std::string& vertex_name) {
   constexpr std::string_view kPrefix = "Source: ";
@@ -22,7 +18,8 @@ namespace {
 // escaped topic -> real topics with that escaped name
 std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::KafkaSnapshot& kafka) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const std::string& topic : kafka.all_topics) out[flink::MetricTopicName(topic)].push_back(topic);
+  for (const std::string& topic : kafka.all_topics)
+    out[flink::MetricTopicName(topic)].push_back(topic);
   return out;
 }
 

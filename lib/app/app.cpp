@@ -11,6 +11,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -72,8 +73,9 @@ std::string Base64(std::string_view in) {
   return out;
 }
 
-// Parses the text and creates every cluster's client, which is where librdkafka checks the
-// properties; returns the clients so a reload can use them.
+// Parses the text and creates the client of every Kafka cluster `is_running` does not already
+// run with the same settings; creating it is where librdkafka checks the properties. Returns the
+// new clients so the reload that validated them uses them, instead of connecting twice.
 struct ValidatedConfig {
   config::Config config;
   std::map<std::string, std::unique_ptr<kafka::RdKafkaAdmin>> admins;
@@ -97,11 +99,16 @@ flink::HttpClientOptions HttpOptions(const config::FlinkClusterConfig& cluster) 
   return options;
 }
 
-Result<ValidatedConfig> Validate(const std::string& text, const std::string& path) {
+using IsRunning = std::function<bool(const config::KafkaClusterConfig&)>;
+
+Result<ValidatedConfig> Validate(
+    const std::string& text, const std::string& path,
+    const IsRunning& is_running = [](const auto&) { return false; }) {
   auto parsed = config::ParseConfig(text, path, config::ProcessEnvironment());
   if (!parsed) return parsed.error();
   ValidatedConfig validated{std::move(parsed).value(), {}};
   for (const config::KafkaClusterConfig& cluster : validated.config.kafka) {
+    if (is_running(cluster)) continue;
     auto admin = kafka::RdKafkaAdmin::Create(cluster);
     if (!admin) return Error{path + ": " + admin.error().message};
     validated.admins[cluster.name] = std::move(admin).value();
@@ -264,10 +271,6 @@ class Daemon {
       // Destroying a librdkafka client waits for its threads; keep that off the event loop.
       asio::post(workers_, [retired = std::move(source->collector)] {});
     }
-    // Clients created for unchanged clusters are not needed; close them off the event loop too.
-    asio::post(
-        workers_,
-        [unused = std::make_shared<decltype(validated.admins)>(std::move(validated.admins))] {});
     sources_ = std::move(next);
 
     std::map<std::string, std::shared_ptr<FlinkSource>> next_flink;
@@ -304,7 +307,11 @@ class Daemon {
     } else if (*text == loaded_config_text_) {
       spdlog::info("configuration unchanged; nothing to reload");
       return std::nullopt;
-    } else if (auto validated = Validate(*text, options_.config_file)) {
+    } else if (auto validated = Validate(
+                   *text, options_.config_file, [this](const config::KafkaClusterConfig& cluster) {
+                     const auto running = sources_.find(cluster.name);
+                     return running != sources_.end() && running->second->config == cluster;
+                   })) {
       Apply(std::move(text).value(), std::move(validated).value());
       spdlog::info("configuration reloaded: {} kafka cluster(s)", sources_.size());
       return std::nullopt;
