@@ -49,7 +49,9 @@ struct HttpClient::Impl {
   std::unique_ptr<asio::ssl::context> tls_context;
   std::vector<std::unique_ptr<Connection>> idle;
   int in_flight = 0;
-  std::deque<asio::steady_timer*> waiting;  // requests waiting for a slot, oldest first
+  // Requests waiting for a slot, oldest first. Shared with the waiting coroutine, so releasing a
+  // slot never touches a timer whose coroutine is already gone (e.g. during shutdown).
+  std::deque<std::shared_ptr<asio::steady_timer>> waiting;
 
   asio::awaitable<Result<std::unique_ptr<Connection>>> Connect(Clock::time_point deadline) {
     beast::error_code error;
@@ -210,10 +212,10 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(asio::any_io_executor exe
 asio::awaitable<Result<HttpResponse>> HttpClient::Get(std::string target) {
   Impl& impl = *impl_;
   while (impl.in_flight >= impl.options.max_in_flight) {
-    asio::steady_timer turn(impl.executor, Clock::time_point::max());
-    impl.waiting.push_back(&turn);
+    auto turn = std::make_shared<asio::steady_timer>(impl.executor, Clock::time_point::max());
+    impl.waiting.push_back(turn);
     beast::error_code ignored;
-    co_await turn.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    co_await turn->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
   ++impl.in_flight;
   const Impl::Slot slot{&impl};
