@@ -127,6 +127,10 @@ class FakeFlink:
         self.unknown_metric_ids: set[str] = set()
         self.hung_requests = 0
         self.tls_failures: list[str] = []
+        # Seconds every answer waits, so overlapping requests can be seen; and how many overlapped.
+        self.response_delay = 0.0
+        self._in_flight = 0
+        self.max_in_flight = 0
         self._server = _Server(self)
         self.port = self._server.server_address[1]
         self.url = f"{'https' if tls_context else 'http'}://127.0.0.1:{self.port}"
@@ -165,6 +169,16 @@ class FakeFlink:
             self.requests.append((path, authorization))
             accepted = self.accepted_authorizations
         return accepted is None or authorization in accepted
+
+    def request_started(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        time.sleep(self.response_delay)
+
+    def request_finished(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def note_unknown_metric_ids(self, ids: set[str]) -> None:
         with self._lock:
@@ -226,6 +240,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.server.fake.request_started()
+        try:
+            self._answer()
+        finally:
+            self.server.fake.request_finished()
+
+    def _answer(self) -> None:
         fake = self.server.fake
         if not fake.record_request(self.path, self.headers.get("Authorization")):
             self._send(401, b'{"errors":["Unauthorized"]}',
@@ -512,12 +533,25 @@ def test_hanging_server_times_out_and_scrapes_stay_fast(kafka_broker, start_lags
             assert status == 200
             slowest_scrape = max(slowest_scrape, time.monotonic() - started)
         time.sleep(0.1)
-    assert slowest_scrape < 1.0, f"a scrape took {slowest_scrape:.3f} s while Flink hung"
+    # A scrape that waited on the poll would take the request timeout; well below it, none did.
+    assert slowest_scrape < REQUEST_TIMEOUT_SECONDS * 0.75, (
+        f"a scrape took {slowest_scrape:.3f} s while Flink hung")
     assert fake_flink.hung_requests >= 2, "lagsight stopped polling the hanging server"
     wait_for_log(lagsight, offset, 'flink cluster "fake": poll failed', "/jobs/overview")
     assert_kafka_half_fresh(lagsight)
     fake_flink.set_faults()
     wait_healthy(lagsight)
+
+
+def test_requests_in_flight_stay_within_max_concurrent_requests(kafka_broker, start_lagsight,
+                                                               fake_flink):
+    """Jobs are polled concurrently, but never with more requests at once than configured: a
+    large Flink cluster must not be flooded. Slow answers make the overlap observable."""
+    fake_flink.response_delay = 0.3
+    lagsight = start_lagsight(kafka_broker.bootstrap,
+                              flink=[flink_cluster(fake_flink.url, max_concurrent_requests=2)])
+    wait_healthy(lagsight)
+    assert fake_flink.max_in_flight == 2  # concurrent (3 jobs' requests overlap), and bounded
 
 
 def test_http_500_for_the_cluster_or_for_one_job(kafka_broker, start_lagsight, fake_flink):
