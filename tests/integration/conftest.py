@@ -28,6 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "harness"))
 
 from kafka_broker import KafkaBroker, free_loopback_port  # noqa: E402
+pytest_plugins = ["scenario_report"]  # diagnosis scenario results -> docs/diagnosis-results.md
 
 DEFAULT_BINARY = REPO_ROOT / "build" / "cmd" / "lagsight" / "lagsight"
 CLUSTER = "local"
