@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import ctypes
+import re
 import signal
 import socket
 import subprocess
@@ -41,6 +42,8 @@ CLASSPATH_FILE = HARNESS_DIR / "kafka" / "target" / "classpath.txt"
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 GROUPS_COMMAND = "org.apache.kafka.tools.GroupsCommand"
 GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
+CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 
 # The tools are short-lived JVMs: a small heap, the C1 compiler only and the serial collector
 # cut their start-up time roughly in half, and a quiet logger keeps stderr readable.
@@ -237,6 +240,14 @@ class KafkaBroker:
         terminate(self._process, timeout)
         self._process = None
 
+    def stored_cluster_id(self) -> str:
+        """The cluster id StorageTool wrote into this broker's log directory (meta.properties)."""
+        meta = self.data_dir / "kraft-logs" / "meta.properties"
+        for line in meta.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.removeprefix("cluster.id=").strip()
+        raise ValueError(f"{meta} has no cluster.id line")
+
     def log_tail(self, lines: int = 60) -> str:
         if not self.log_file.exists():
             return "(no broker log)"
@@ -429,6 +440,46 @@ def delete_group(bootstrap: str, group: str) -> None:
         CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--delete", "--group", group)
     if "was successful" not in output:
         raise RuntimeError(f"deleting group {group!r} did not succeed:\n{output}")
+
+
+def reset_group_offsets(bootstrap: str, group: str, topic: str, partition: int,
+                        offset: int) -> None:
+    """Moves a member-less group's committed offset on one partition (``--reset-offsets
+    --to-offset --execute``), as an operator does to reprocess; checks the tool's NEW-OFFSET."""
+    output = run_kafka_tool(
+        CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--reset-offsets",
+        "--group", group, "--topic", f"{topic}:{partition}", "--to-offset", str(offset),
+        "--execute")
+    rows = _table_rows(output, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])
+    if rows != [[group, topic, str(partition), str(offset)]]:
+        raise RuntimeError(f"resetting {group} on {topic}:{partition} to {offset}:\n{output}")
+
+
+def cluster_id(bootstrap: str) -> str:
+    """The cluster id the broker at ``bootstrap`` answers with (``kafka-cluster.sh cluster-id``)."""
+    output = run_kafka_tool(CLUSTER_TOOL, "cluster-id", "--bootstrap-server", bootstrap)
+    match = re.fullmatch(r"Cluster ID: (\S+)", output.strip())
+    if match is None:
+        raise ValueError(f"unexpected ClusterTool output: {output!r}")
+    return match.group(1)
+
+
+def broker_configs(bootstrap: str, broker_id: int = 1) -> dict[str, str]:
+    """One broker's effective configuration as it reports it (``kafka-configs.sh --describe
+    --entity-type brokers --all``), defaults included; sensitive values are not shown by Kafka.
+    """
+    output = run_kafka_tool(CONFIG_COMMAND, "--bootstrap-server", bootstrap, "--describe",
+                            "--entity-type", "brokers", "--entity-name", str(broker_id), "--all")
+    configs = {}
+    for line in output.splitlines()[1:]:
+        match = re.fullmatch(r"\s+([a-z0-9._-]+)=(.*) sensitive=(?:true|false) synonyms=\{.*\}",
+                             line)
+        if match is None:
+            raise ValueError(f"unexpected line in kafka-configs output: {line!r}")
+        configs[match.group(1)] = match.group(2)
+    if not configs:
+        raise ValueError(f"kafka-configs printed no configs: {output!r}")
+    return configs
 
 
 # ----------------------------------------------------------------------------------------------

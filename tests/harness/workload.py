@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
@@ -209,3 +209,106 @@ def make_empty_group(bootstrap: str, group: str, topics: Sequence[str], commit_a
                      protocol: str = "classic") -> None:
     """A group whose only member consumed, committed ``commit_at`` per partition, and left."""
     SubscribedConsumer(bootstrap, group, topics, commit_at, protocol).start().stop()
+
+
+def add_partitions(bootstrap: str, topic: str, total: int,
+                   timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Grows ``topic`` to ``total`` partitions and returns once each has a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_partitions([NewPartitions(topic, total)], request_timeout=timeout)
+    futures[topic].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if (metadata is not None and len(metadata.partitions) == total
+                and all(p.leader >= 0 for p in metadata.partitions.values())):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {topic} does not have {total} led partitions after {timeout} s")
+
+
+def record_timestamp_ms(bootstrap: str, topic: str, partition: int, offset: int,
+                        timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
+    """The timestamp the broker stored for the record at ``offset``, read with assign() and
+    no group, so reading it commits nothing anywhere."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-never-committed",
+                         "enable.auto.commit": False, "enable.auto.offset.store": False})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            if message.offset() != offset:
+                raise RuntimeError(f"{topic}[{partition}]: asked for {offset}, "
+                                   f"got {message.offset()}")
+            return message.timestamp()[1]
+        raise TimeoutError(f"no record at {topic}[{partition}]@{offset} within {timeout} s")
+    finally:
+        consumer.close()
+
+
+class SimpleGroupCommitter:
+    """A simple group (assign(), commit, never join) that commits many times over one client.
+
+    Like ``commit_without_joining``, but keeps its connection, so a scenario can commit every
+    second for minutes without paying a client start-up each time. Committing a lower offset
+    than before is allowed, as it is in Kafka: that is how a rewind looks.
+    """
+
+    def __init__(self, bootstrap: str, group: str,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.group = group
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                   "enable.auto.commit": False,
+                                   "socket.timeout.ms": int(timeout * 1000)})
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        partitions = [TopicPartition(topic, partition, offset)
+                      for (topic, partition), offset in offsets.items()]
+        self._consumer.assign(partitions)
+        committed = self._consumer.commit(offsets=partitions, asynchronous=False)
+        failed = [tp for tp in committed if tp.error is not None]
+        if failed:
+            raise RuntimeError(f"commit for simple group {self.group} failed: {failed}")
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class CountingProducer:
+    """One idempotent producer that writes to explicit partitions and knows each log end.
+
+    ``produce`` returns once every record is acknowledged, so ``log_end[(topic, p)]`` is exactly
+    the partition's log end offset afterwards (for partitions only this producer writes to,
+    starting from ``start_offsets``).
+    """
+
+    def __init__(self, bootstrap: str,
+                 start_offsets: Mapping[tuple[str, int], int] | None = None) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "enable.idempotence": True, "linger.ms": 5})
+        self.log_end: dict[tuple[str, int], int] = dict(start_offsets or {})
+
+    def produce(self, counts: Mapping[tuple[str, int], int], *, timestamp_ms: int = 0,
+                timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        failures: list[str] = []
+
+        def on_delivery(error, message) -> None:
+            if error is not None:
+                failures.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+        for (topic, partition), count in counts.items():
+            for index in range(count):
+                self._producer.produce(topic, key=f"{partition}-{index}".encode(),
+                                       value=b"x", partition=partition,
+                                       timestamp=timestamp_ms, on_delivery=on_delivery)
+                self._producer.poll(0)
+        unsent = self._producer.flush(timeout)
+        if unsent or failures:
+            raise RuntimeError(f"{unsent} records unsent, failures {failures}")
+        for key, count in counts.items():
+            self.log_end[key] = self.log_end.get(key, 0) + count
