@@ -1,0 +1,140 @@
+"""Checks of deploy/grafana/lagsight-dashboard.json: it is a dashboard Grafana can import (panels,
+targets, the variables the README promises), every panel query is PromQL that Prometheus's own
+parser accepts once the template variables are filled in, and every metric it reads is one
+lagsight exports, with labels that metric has. Whether each query returns data is checked by the
+end-to-end test against a real Prometheus scraping a real lagsight."""
+
+import json
+import re
+import unittest
+
+import promql_names as pn
+
+VARIABLES = {"datasource", "kafka_cluster", "flink_cluster", "job_name", "group"}
+VARIABLE_REF = re.compile(r"\$\{?(\w+)(?::\w+)?\}?")
+
+
+def all_panels(panels):
+    for panel in panels:
+        yield panel
+        yield from all_panels(panel.get("panels", []))
+
+
+def fill_variables(expr):
+    """The query as Grafana sends it with every multi-value variable at "All" (regex `.*`)."""
+    return VARIABLE_REF.sub(".*", expr)
+
+
+def dashboard_queries(dashboard):
+    """(where, PromQL) for every panel target and every query variable's selector."""
+    queries = []
+    for panel in all_panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            queries.append((f'panel "{panel["title"]}" target {target["refId"]}', target["expr"]))
+    for var in dashboard["templating"]["list"]:
+        if var["type"] == "query":
+            m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", var["definition"])
+            queries.append((f'variable {var["name"]}', m.group(1)))
+    return queries
+
+
+class DashboardTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(pn.DASHBOARD, encoding="utf-8") as f:
+            cls.dashboard = json.load(f)
+        cls.panels = list(all_panels(cls.dashboard["panels"]))
+        cls.queries = dashboard_queries(cls.dashboard)
+        cls.metrics = pn.exported_metrics()
+
+    def test_structure(self):
+        d = self.dashboard
+        for key in ("title", "uid", "schemaVersion", "panels", "templating", "time"):
+            self.assertIn(key, d)
+        ids = [p["id"] for p in self.panels]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
+        for panel in self.panels:
+            with self.subTest(panel=panel["title"]):
+                self.assertTrue(panel["title"])
+                self.assertEqual(set(panel["gridPos"]), {"x", "y", "w", "h"})
+                self.assertLessEqual(panel["gridPos"]["x"] + panel["gridPos"]["w"], 24)
+                if panel["type"] == "row":
+                    continue
+                self.assertEqual(panel["datasource"], {"type": "prometheus", "uid": "${datasource}"})
+                self.assertTrue(panel["targets"])
+                refs = [t["refId"] for t in panel["targets"]]
+                self.assertEqual(len(refs), len(set(refs)))
+                for target in panel["targets"]:
+                    self.assertTrue(target["expr"].strip())
+                    self.assertEqual(target["datasource"], panel["datasource"])
+
+    def test_variables(self):
+        variables = {v["name"]: v for v in self.dashboard["templating"]["list"]}
+        self.assertEqual(set(variables), VARIABLES)
+        self.assertEqual(variables["datasource"]["type"], "datasource")
+        self.assertEqual(variables["datasource"]["query"], "prometheus")
+        for name in VARIABLES - {"datasource"}:
+            v = variables[name]
+            with self.subTest(variable=name):
+                # "All" must become a regex that matches everything, including an absent label
+                # (Kafka-only groups have no job_name, a job without a group no group).
+                self.assertTrue(v["multi"] and v["includeAll"])
+                self.assertEqual(v["allValue"], ".*")
+                m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", v["definition"])
+                self.assertIsNotNone(m, v["definition"])
+                self.assertEqual(m.group(2), name)
+                self.assertEqual(v["query"]["query"], v["definition"])
+        repeats = {p["repeat"] for p in self.panels if p.get("repeat")}
+        self.assertEqual(repeats, {"job_name", "group"}, "one row per job and one per group")
+
+    def test_the_promised_panels_exist(self):
+        exprs = " ".join(e for _, e in self.queries)
+        for metric in ("lagsight_kafka_group_lag_records", "lagsight_flink_lag_records",
+                       "lagsight_flink_checkpoint_age_seconds", "lagsight_flink_checkpoint_interval_seconds",
+                       "lagsight_flink_source_commits_failed_total", "lagsight_flink_source_commit_failure_ratio",
+                       "lagsight_kafka_group_max_lag_seconds", "lagsight_flink_source_emit_event_time_lag_seconds",
+                       "lagsight_diagnosis", "lagsight_kafka_group_committed_offset",
+                       "lagsight_kafka_partition_latest_offset", "lagsight_kafka_group_offsets_expiry_seconds"):
+            self.assertIn(metric, exprs)
+        overlay = [p for p in self.panels if p["title"] == "Kafka-side vs Flink-side lag"][0]
+        used = set().union(*(pn.metric_names(t["expr"]) for t in overlay["targets"]))
+        self.assertLessEqual({"lagsight_kafka_group_lag_records", "lagsight_flink_lag_records"}, used)
+        diagnosis = [p for p in self.panels if p["title"] == "Diagnosis"][0]
+        self.assertEqual(diagnosis["type"], "table")
+        self.assertIn("== 1", diagnosis["targets"][0]["expr"])
+        self.assertEqual(diagnosis["targets"][0]["format"], "table")
+
+    def test_variables_are_used_as_regex_matchers(self):
+        defined = {v["name"] for v in self.dashboard["templating"]["list"]}
+        for where, expr in self.queries:
+            with self.subTest(query=where):
+                self.assertLessEqual(set(VARIABLE_REF.findall(expr)), defined)
+                for metric, matchers in pn.selectors(expr):
+                    for label, op, value in matchers:
+                        if "$" in value:
+                            self.assertEqual(op, "=~", f"{label}{op}{value}: multi-value needs =~")
+
+    def test_every_query_parses(self):
+        filled = [fill_variables(e) for _, e in self.queries]
+        bad = pn.promtool_rejects(filled)
+        self.assertEqual({self.queries[i][0]: err for i, err in bad.items()}, {})
+
+    def test_every_metric_is_exported_with_those_labels(self):
+        known_labels = set().union(*self.metrics.values()) | pn.SCRAPE_LABELS
+        for where, expr in self.queries:
+            with self.subTest(query=where):
+                for metric in pn.metric_names(expr):
+                    self.assertIn(metric, self.metrics, "lagsight does not export it")
+                for metric, matchers in pn.selectors(expr):
+                    for label, _, _ in matchers:
+                        self.assertIn(label, self.metrics[metric] | pn.SCRAPE_LABELS, f"{metric} has no {label}")
+                self.assertLessEqual(pn.grouping_labels(expr), known_labels)
+
+    def test_the_parse_check_can_fail(self):
+        bad = pn.promtool_rejects(['sum by (group (lagsight_kafka_group_lag_records{group=~".*"})',
+                                   'sum by (group) (lagsight_kafka_group_lag_records{group=~".*"})'])
+        self.assertEqual(set(bad), {0})
+
+
+if __name__ == "__main__":
+    unittest.main()
