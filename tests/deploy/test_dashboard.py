@@ -1,12 +1,18 @@
 """Checks of deploy/grafana/lagsight-dashboard.json: it is a dashboard Grafana can import (panels,
 targets, the variables the README promises), every panel query is PromQL that Prometheus's own
 parser accepts once the template variables are filled in, and every metric it reads is one
-lagsight exports, with labels that metric has. Whether each query returns data is checked by the
-end-to-end test against a real Prometheus scraping a real lagsight."""
+lagsight exports, with labels that metric has, and every query returns data on the rule tests'
+healthy-sawtooth series (so a join on the wrong labels fails here). That each query returns data
+from a real lagsight is for the end-to-end test with a real Prometheus."""
 
 import json
+import os
 import re
+import subprocess
+import tempfile
 import unittest
+
+import yaml
 
 import promql_names as pn
 
@@ -129,6 +135,39 @@ class DashboardTest(unittest.TestCase):
                     for label, _, _ in matchers:
                         self.assertIn(label, self.metrics[metric] | pn.SCRAPE_LABELS, f"{metric} has no {label}")
                 self.assertLessEqual(pn.grouping_labels(expr), known_labels)
+
+    def test_every_query_returns_data_on_a_healthy_sawtooth(self):
+        # The healthy-sawtooth series of the rule tests (lagsight's label sets plus job/instance),
+        # with the series those rules do not read: a join on the wrong labels returns nothing.
+        with open(os.path.join(os.path.dirname(pn.RULES), "tests", "quiet.yaml"), encoding="utf-8") as f:
+            series = list(yaml.safe_load(f)["tests"][0]["input_series"])
+        scrape = 'job="lagsight",instance="lagsight:9713"'
+        job = 'flink_cluster="prod-flink",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",job_name="orders-enrichment"'
+        group = 'kafka_cluster="prod",group="orders-enrichment"'
+        partition = 'topic="orders.v2",partition="0"'
+        for name, labels, values in [
+                ("lagsight_flink_checkpoint_age_seconds", job, "0+30x19 0+30x19 0+30x19 0"),
+                ("lagsight_flink_checkpoint_gap_records", f'{job},source="orders-source",{partition}', "0+500x60"),
+                ("lagsight_flink_source_commit_failure_ratio", f'{job},source="orders-source"', "0x60"),
+                ("lagsight_flink_source_emit_event_time_lag_seconds", f'{job},source="orders-source"', "1x60"),
+                ("lagsight_flink_source_pending_records", f'{job},source="orders-source"', "5x60"),
+                ("lagsight_kafka_group_committed_offset", f"{group},{partition}", "0+500x60"),
+                ("lagsight_kafka_group_lag_seconds", f'{group},{partition},method="record_timestamp"', "1x60"),
+                ("lagsight_kafka_group_sawtooth_period_seconds", group, "600x60"),
+                ("lagsight_kafka_group_sawtooth_amplitude_records", group, "9500x60"),
+                ("lagsight_diagnosis_since_timestamp_seconds",
+                 'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
+                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "600x60")]:
+            series.append({"series": f"{name}{{{labels},{scrape}}}", "values": values})
+        probes = [{"expr": f"clamp_max(count({fill_variables(e)}), 1)", "eval_time": "29m",
+                   "exp_samples": [{"labels": "{}", "value": 1}]} for _, e in self.queries]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "dashboard_data.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                yaml.safe_dump({"evaluation_interval": "30s", "tests": [
+                    {"interval": "30s", "input_series": series, "promql_expr_test": probes}]}, f)
+            result = subprocess.run([pn.promtool(), "test", "rules", path], capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
     def test_the_parse_check_can_fail(self):
         bad = pn.promtool_rejects(['sum by (group (lagsight_kafka_group_lag_records{group=~".*"})',
