@@ -13,6 +13,7 @@ As a module::
         jid = flink.jobs["orders"]
         flink.wait_for_completed_checkpoints(jid, 3)
         status, body = flink.rest_get(f"/jobs/{jid}/checkpoints")
+        jid2 = flink.submit(JobSpec("orders", ["orders.v2"], restore=savepoint))  # a later job
 
 As a CLI (foreground; prints ``rest=...`` and ``job name=... jid=...``; SIGTERM/SIGINT stop it)::
 
@@ -222,7 +223,7 @@ class FlinkJob:
         deadline = time.monotonic() + timeout
         with self.log_file.open("ab") as log:
             self._process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 cwd=self.work_dir, text=True, start_new_session=True,
                 preexec_fn=_die_with_parent)
         self._lines = queue.Queue()
@@ -269,6 +270,41 @@ class FlinkJob:
                 self.jobs[fields["name"]] = fields["jid"]
             elif line == "ready":
                 return
+
+    def submit(self, spec: JobSpec, timeout: float = 120.0,
+               wait_tasks_running: bool = True) -> str:
+        """Submits one more job to the running cluster; returns its id once it is RUNNING.
+
+        A job submitted under the name of an earlier one (a restore) replaces it in ``jobs``.
+        """
+        if not self.running or self._process.stdin is None:
+            raise RuntimeError("Flink is not running")
+        deadline = time.monotonic() + timeout
+        self._process.stdin.write(f"submit {spec.to_arg()}\n")
+        self._process.stdin.flush()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise FlinkStartError(f"no answer to the submission of {spec.name} within "
+                                      f"{timeout} s; log {self.log_file}:\n{self.log_tail()}")
+            try:
+                line = self._lines.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                continue
+            if line is None:
+                raise FlinkStartError(f"Flink exited while submitting {spec.name}; log "
+                                      f"{self.log_file}:\n{self.log_tail()}")
+            fields = line.split()
+            if line.startswith("error ") and f"name={spec.name}" in fields[1:2]:
+                raise FlinkStartError(f"submitting {spec.name} failed: {line}")
+            if line.startswith("job ") and f"name={spec.name}" in fields[1:2]:
+                jid = dict(item.split("=", 1) for item in fields[1:])["jid"]
+                break
+        self.jobs[spec.name] = jid
+        self.job_specs.append(spec)
+        self.wait_for_state(jid, ("RUNNING",), max(1.0, deadline - time.monotonic()),
+                            tasks_running=wait_tasks_running)
+        return jid
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (the JVM closes the MiniCluster and exits); SIGKILL after ``timeout``."""

@@ -16,6 +16,7 @@ Register with ``pytest_plugins = ["scenario_report"]`` in conftest.py.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import subprocess
 import threading
@@ -252,6 +253,9 @@ class ScenarioResult:
         self.flink = flink
         self.allowed = set(allowed)
         self.watch: DiagnosisWatch | None = None
+        # False causes count from the watch's t0, or from this time.monotonic() when set (e.g.
+        # the healthy scenario's first confirmation: before it the pair is still warming up).
+        self.false_causes_since: float | None = None
         self.notes: list[str] = []
 
     def note(self, text: str) -> None:
@@ -263,7 +267,8 @@ class ScenarioResult:
         seconds = seen.get(self.cause)
         record(self.request, scenario=self.scenario, cause=self.cause,
                detected=seconds is not None, seconds=seconds,
-               false_causes=(watch.false_causes(self.cause, self.allowed) if watch else []),
+               false_causes=(watch.false_causes(self.cause, self.allowed,
+                                                self.false_causes_since) if watch else []),
                notes="; ".join(self.notes) or ("" if watch else "fault never injected"),
                flink=self.flink,
                lagsight_revision=watch.lagsight_revision if watch else None)
@@ -303,7 +308,7 @@ def _load_previous() -> dict[str, dict]:
         return {}
     try:
         return {row["scenario"]: row for row in json.loads(RESULTS_JSON.read_text())["rows"]}
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # empty (just created) or unreadable: start over
         return {}
 
 
@@ -347,6 +352,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rows: list[ScenarioRow] = session.config.stash.get(_ROWS, [])
     if not rows:
         return
+    RESULTS_MD.parent.mkdir(parents=True, exist_ok=True)
+    # Two test sessions (Kafka-only and Flink scenarios) may end at once: merge under a lock.
+    with RESULTS_JSON.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _write_results(session, rows)
+
+
+def _write_results(session: pytest.Session, rows: list[ScenarioRow]) -> None:
     reports = session.config.stash.get(_REPORTS, {})
     merged = _load_previous()
     for row in rows:
@@ -356,7 +369,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     written = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     commit = _git_head()
     flink_lines = sorted({row.flink for row in rows if row.flink})
-    RESULTS_MD.parent.mkdir(parents=True, exist_ok=True)
     ordered = list(merged.values())
     RESULTS_JSON.write_text(json.dumps({"written": written, "commit": commit,
                                         "rows": ordered}, indent=2) + "\n")

@@ -1,6 +1,8 @@
 package dev.lagsight.harness;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -62,7 +64,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * topic=T                    topic to read; repeat the key for several topics (required)
  * group=G                    consumer group id; empty or absent: none (Flink then commits nothing)
  * start=committed|earliest|latest   starting offsets (default committed: committed, else earliest)
- * commit=true|false          commit.offsets.on.checkpoint (default true)
+ * commit=true|false          commit.offsets.on.checkpoint (default true; without a group
+ *                            the connector's own default, which is off)
  * checkpoint=MS              checkpoint interval in ms; 0 disables checkpointing (default 1000)
  * tolerable-failures=N       tolerable failed checkpoints (default Flink's, or unlimited
  *                            when fail-checkpoints-file is given)
@@ -90,6 +93,10 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * <p>On stdout, one line each, in this order: {@code rest=http://127.0.0.1:PORT} once the REST
  * endpoint is up, then {@code job name=NAME jid=JOBID} for each submitted job, then
  * {@code ready}. Logs go to stderr. SIGTERM or SIGINT closes the cluster and exits with 0.
+ *
+ * <p>After {@code ready}, stdin takes {@code submit SPEC} lines: each submits one more job to
+ * the running cluster and answers {@code job name=NAME jid=JOBID} (or {@code error name=NAME
+ * MESSAGE}) on stdout.
  */
 public final class KafkaLagJob {
 
@@ -285,12 +292,16 @@ public final class KafkaLagJob {
                 .setBootstrapServers(bootstrap)
                 .setTopics(spec.topics)
                 .setValueOnlyDeserializer(new SimpleStringSchema())
-                .setProperty("commit.offsets.on.checkpoint", spec.get("commit", "true"))
                 .setClientIdPrefix(spec.get("source", spec.name() + "-source"));
         String group = spec.get("group", "");
         if (!group.isEmpty()) {
             builder.setGroupId(group);
+            builder.setProperty("commit.offsets.on.checkpoint", spec.get("commit", "true"));
+        } else if (spec.get("commit", "true").equals("false")) {
+            builder.setProperty("commit.offsets.on.checkpoint", "false");
         }
+        // Without a group and without commit=false the connector decides, as for a user who
+        // sets no group.id: it turns committing off (setting it on explicitly is an error).
         if (spec.values.containsKey("discovery-ms")) {
             builder.setProperty("partition.discovery.interval.ms", spec.get("discovery-ms", ""));
         }
@@ -354,6 +365,48 @@ public final class KafkaLagJob {
         return env.executeAsync(spec.name());
     }
 
+    /**
+     * Reads commands from stdin while the cluster runs, so a test can add jobs to the running
+     * session (e.g. restore a job from an older savepoint after cancelling it): {@code submit
+     * SPEC} answers {@code job name=NAME jid=JOBID} or {@code error name=NAME MESSAGE}. End of
+     * stdin is not a stop signal (a parent that never writes may close it).
+     */
+    static void startCommandReader(URI rest, Map<String, String> options, CountDownLatch stop) {
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(
+                    new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while (stop.getCount() > 0 && (line = in.readLine()) != null) {
+                    line = line.trim();
+                    if (!line.startsWith("submit ")) {
+                        if (!line.isEmpty()) {
+                            System.out.println("error unknown command: " + line);
+                            System.out.flush();
+                        }
+                        continue;
+                    }
+                    String specText = line.substring("submit ".length()).trim();
+                    String name = "?";
+                    try {
+                        JobSpec spec = JobSpec.parse(specText);
+                        name = spec.name();
+                        JobClient client = submit(spec, rest, options);
+                        System.out.println("job name=" + name + " jid=" + client.getJobID());
+                    } catch (Exception e) {
+                        e.printStackTrace();
+                        System.out.println("error name=" + name + " "
+                                + String.valueOf(e).replace('\n', ' '));
+                    }
+                    System.out.flush();
+                }
+            } catch (IOException e) {
+                e.printStackTrace();
+            }
+        }, "command-reader");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
     public static void main(String[] args) throws Exception {
         List<JobSpec> jobs = new ArrayList<>();
         Map<String, String> extraConf = new LinkedHashMap<>();
@@ -392,6 +445,7 @@ public final class KafkaLagJob {
             }
             System.out.println("ready");
             System.out.flush();
+            startCommandReader(rest, options, stop);
             stop.await();
         } catch (Exception e) {
             e.printStackTrace();
