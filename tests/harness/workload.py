@@ -275,6 +275,13 @@ class SimpleGroupCommitter:
         if failed:
             raise RuntimeError(f"commit for simple group {self.group} failed: {failed}")
 
+    def committed(self, topic: str, partitions: Sequence[int],
+                  timeout: float = DEFAULT_TIMEOUT_SECONDS) -> dict[int, int | None]:
+        """The group's committed offsets as the broker answers an OffsetFetch (None: none)."""
+        answer = self._consumer.committed([TopicPartition(topic, p) for p in partitions],
+                                          timeout=timeout)
+        return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in answer}
+
     def close(self) -> None:
         self._consumer.close()
 
@@ -312,3 +319,18 @@ class CountingProducer:
             raise RuntimeError(f"{unsent} records unsent, failures {failures}")
         for key, count in counts.items():
             self.log_end[key] = self.log_end.get(key, 0) + count
+
+    def learn_partitions(self, topic: str, total: int,
+                         timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        """Refreshes the producer's metadata until it knows ``total`` partitions of ``topic``.
+
+        After partitions are added, a producer refuses records for them ("Unknown partition")
+        until its metadata is refreshed, which it otherwise does only every 5 minutes.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            metadata = self._producer.list_topics(topic, timeout=timeout).topics.get(topic)
+            if metadata is not None and len(metadata.partitions) >= total:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"the producer does not see {total} partitions of {topic}")
