@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 import kafka_broker as kafka
 import promtext
@@ -109,7 +109,14 @@ class SteadyProducer:
 
 
 def source_vertex(flink: FlinkJob, jid: str) -> str:
-    return flink.vertex_id(jid, "Source")
+    """The source vertex's id. Right after a submission Flink 2.x's REST can answer /jobs/:jid
+    without the vertex for a moment (seen under load), so this retries for a while."""
+    def find() -> str | None:
+        try:
+            return flink.vertex_id(jid, "Source")
+        except KeyError:
+            return None
+    return wait_until(find, 30, f"job {jid} to show its source vertex", interval=0.5)
 
 
 def source_counters(flink: FlinkJob, jid: str) -> dict[str, float]:
@@ -167,9 +174,20 @@ def group_lag(bootstrap: str, group: str) -> int:
 
 
 def flink_lag(bootstrap: str, flink: FlinkJob, jid: str, topic: str) -> int:
-    """Flink-side lag as the real systems show it: log end (Kafka) - (currentOffset + 1) (REST)."""
+    """Flink-side lag as the real systems show it: log end (Kafka) - (currentOffset + 1) (REST).
+
+    The log end comes from the broker's ListOffsets through a client, read right after the REST
+    call: Kafka's GetOffsetShell takes seconds to start, and at 60 records/s the traffic of
+    those seconds would count as lag.
+    """
     current = source_offsets(flink, jid)
-    ends = log_ends(bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{PREFIX}-never-joins"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in partitions}
+    finally:
+        consumer.close()
     return sum(max(0, end - (current.get(p, -1) + 1)) for p, end in ends.items())
 
 
@@ -266,14 +284,15 @@ def scenarios(session_broker, lagsight_binary, tmp_path_factory) -> Iterator[Sce
                                                  t0=started)
         yield env
     finally:
-        for producer in producers:
-            producer.stop()
+        code = 0
         if env is not None:
             for watch in env.watches.values():
                 watch.close()
             code = env.lagsight.stop()
             env.flink.stop()
-            assert code == 0, f"lagsight exited with {code} on SIGTERM (log {lagsight.log_file})"
+        for producer in producers:
+            producer.stop()
+        assert code == 0, f"lagsight exited with {code} on SIGTERM (see its log)"
 
 
 @pytest.fixture(autouse=True)
@@ -514,7 +533,9 @@ def test_shared_group_id(scenarios, diagnosis_results):
     topic = scenarios.topic("shared", rate=40, prefill=2000)
     slow = JobSpec(f"{group}-a", [topic], group=group, start="earliest", delay_us=50_000,
                    chain=True)
-    fast = JobSpec(f"{group}-b", [topic], group=group, start="earliest")
+    # The fast job checkpoints every 4 s, so each job's commit stays the group's offset for
+    # seconds at a time and Kafka's tool (a JVM start per reading) can see both.
+    fast = JobSpec(f"{group}-b", [topic], group=group, start="earliest", checkpoint_ms=4000)
     t0 = time.monotonic()
     jids = [scenarios.flink.submit(slow), scenarios.flink.submit(fast)]
     result.watch = scenarios.watch(group, fast.name, t0=t0)
@@ -643,17 +664,22 @@ def test_healthy(scenarios, diagnosis_results):
     else:
         confirmed = watch.t0 + watch.wait_for("healthy", DETECT_TIMEOUT)
         result.false_causes_since = confirmed
+    # Checkpoints triggered while the tasks were still starting count as failed; from here on
+    # none may fail.
+    start = checkpoint_counts(scenarios.flink, jid)
     watch.hold(max(0.0, confirmed + HEALTHY_HOLD_SECONDS - time.monotonic()))
     watch.close()
 
     # Ground truth: checkpoints complete, commits succeed, Kafka lag small.
     counts = checkpoint_counts(scenarios.flink, jid)
-    assert counts["failed"] == 0 and counts["completed"] >= HEALTHY_HOLD_SECONDS / 2
+    assert counts["failed"] == start["failed"], (start, counts)
+    assert counts["completed"] - start["completed"] >= 20, (start, counts)
     assert source_counters(scenarios.flink, jid)["commitsFailed"] == 0
     assert group_lag(scenarios.bootstrap, group) < 100
     observed = time.monotonic() - confirmed
     result.note(f"observed {observed:.0f} s after the first confirmation; "
-                f"{counts['completed']} checkpoints, 0 failed, commitsFailed 0")
+                f"{counts['completed'] - start['completed']} checkpoints completed, none failed "
+                f"(REST), commitsFailed 0")
     if GROUND_TRUTH_ONLY:
         return
     after_confirm = {cause for s in watch.sightings(confirmed) for cause in s.causes}
