@@ -14,8 +14,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
+#include "analysis/analyzer.h"
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
 #include "analysis/offset_regressions.h"
@@ -24,6 +26,7 @@
 #include "http/server.h"
 #include "kafka/collector.h"
 #include "kafka/rdkafka_admin.h"
+#include "metrics/findings_metrics.h"
 #include "metrics/flink_metrics.h"
 #include "metrics/kafka_metrics.h"
 #include "metrics/process_metrics.h"
@@ -293,6 +296,12 @@ class Daemon {
       if (!next_flink.contains(name) || next_flink[name] != source) source->timer.cancel();
     }
     flink_sources_ = std::move(next_flink);
+    analyzer_.SetConfig(validated.config.diagnosis);
+    std::set<std::string> kafka_names;
+    std::set<std::string> flink_names;
+    for (const auto& [name, source] : sources_) kafka_names.insert(name);
+    for (const auto& [name, source] : flink_sources_) flink_names.insert(name);
+    analyzer_.Retain(kafka_names, flink_names);
     loaded_config_text_ = std::move(config_text);
     last_reload_successful_ = true;
     last_reload_success_time_ = UnixNow();
@@ -379,6 +388,7 @@ class Daemon {
     source->lags = std::move(lags);
     const auto current = sources_.find(name);
     if (current == sources_.end() || current->second != source) return;  // removed by a reload
+    findings_ = analyzer_.ObserveKafka(name, regressions, View(), UnixNow());
     ScheduleNextPoll(source, started + source->config.poll_interval);
     RequestRender();
   }
@@ -400,6 +410,18 @@ class Daemon {
       ++(*next)[{regression.group, regression.partition}];
     }
     return next;
+  }
+
+  // The latest state of every source, for the analyzer (valid while the sources are).
+  analysis::SourcesView View() const {
+    analysis::SourcesView view;
+    for (const auto& [name, source] : sources_) {
+      view.kafka[name] = {source->snapshot.get(), source->lags.get()};
+    }
+    for (const auto& [name, source] : flink_sources_) {
+      view.flink[name] = {&source->config, source->snapshot.get()};
+    }
+    return view;
   }
 
   // Topics the Flink jobs read, as their metric ids name them.
@@ -446,6 +468,7 @@ class Daemon {
     }
     const auto current = flink_sources_.find(name);
     if (stopping_ || current == flink_sources_.end() || current->second != source) return;
+    findings_ = analyzer_.ObserveFlink(name, View(), UnixNow());
     source->timer.expires_at(std::max(started + source->config.poll_interval, SteadyClock::now()));
     source->timer.async_wait([this, source](const boost::system::error_code& error) {
       if (!error) StartFlinkPoll(source);
@@ -488,7 +511,8 @@ class Daemon {
     }
     const std::uint64_t generation = ++render_generation_;
     asio::post(workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
-                          now = UnixNow(), generation, reload_ok = last_reload_successful_,
+                          findings = findings_, now = UnixNow(), generation,
+                          reload_ok = last_reload_successful_,
                           reload_time = last_reload_success_time_] {
       metrics::FamilyBuilder builder;
       metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
@@ -496,17 +520,15 @@ class Daemon {
         metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
                                     input.lags.get(), input.regressions.get(), builder);
       }
-      std::map<std::string, const kafka::KafkaSnapshot*> kafka_up;
-      for (const Input& input : inputs) {
-        if (input.snapshot) kafka_up[input.name] = input.snapshot.get();
-      }
+      static const std::vector<analysis::FlinkSourceJoin> kNoJoins;
       for (const FlinkInput& input : flink_inputs) {
-        const auto joins =
-            input.snapshot ? analysis::JoinFlinkWithKafka(input.config, *input.snapshot, kafka_up)
-                           : std::vector<analysis::FlinkSourceJoin>{};
+        const auto joined = findings->flink.find(input.config.name);
+        const auto& joins =
+            input.snapshot && joined != findings->flink.end() ? joined->second.joins : kNoJoins;
         metrics::AppendFlinkMetrics(input.config.name, input.status, input.snapshot.get(), joins,
                                     now, builder);
       }
+      metrics::AppendFindingsMetrics(*findings, builder);
       auto text =
           std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
       asio::post(io_, [this, text = std::move(text), generation] {
@@ -545,6 +567,9 @@ class Daemon {
   std::uint64_t render_generation_ = 0;
   std::uint64_t published_generation_ = 0;
   std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
+  // History and derived findings; touched only on the event loop thread, after each poll.
+  analysis::Analyzer analyzer_{config::DiagnosisConfig{}};
+  std::shared_ptr<const analysis::Findings> findings_ = std::make_shared<analysis::Findings>();
 };
 
 }  // namespace

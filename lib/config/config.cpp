@@ -372,13 +372,48 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
+DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
+                              const std::string& path) {
+  reader.RequireMap(node, path);
+  reader.RequireOnlyKeys(
+      node, path, {"window", "confirm_polls", "lag_threshold_records", "expiry_warning_ratio"});
+  DiagnosisConfig diagnosis;
+  if (node["window"]) {
+    diagnosis.window = reader.Duration(node["window"], path + ".window", std::chrono::seconds(5));
+  }
+  if (node["confirm_polls"]) {
+    diagnosis.confirm_polls =
+        reader.Integer(node["confirm_polls"], path + ".confirm_polls", 1, 100);
+  }
+  if (node["lag_threshold_records"]) {
+    diagnosis.lag_threshold_records = reader.Integer(
+        node["lag_threshold_records"], path + ".lag_threshold_records", 1, 2'000'000'000);
+  }
+  if (const YAML::Node ratio = node["expiry_warning_ratio"]) {
+    const std::string text = reader.String(ratio, path + ".expiry_warning_ratio");
+    std::size_t used = 0;
+    double value = -1;
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || !(value > 0 && value < 1)) {
+      reader.Fail(ratio, path + ".expiry_warning_ratio",
+                  "must be a number between 0 and 1 (exclusive), got \"" + text + "\"");
+    }
+    diagnosis.expiry_warning_ratio = value;
+  }
+  return diagnosis;
+}
+
 Config ReadConfig(const Reader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.Fail(root, "",
                 "the configuration is empty; it needs at least one source under \"kafka\"");
   }
   reader.RequireMap(root, "");
-  reader.RequireOnlyKeys(root, "", {"kafka", "flink"});
+  reader.RequireOnlyKeys(root, "", {"kafka", "flink", "diagnosis"});
   Config config;
   const YAML::Node kafka = root["kafka"];
   if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
@@ -413,6 +448,9 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
       }
       config.flink.push_back(std::move(cluster));
     }
+  }
+  if (const YAML::Node diagnosis = root["diagnosis"]; diagnosis && !diagnosis.IsNull()) {
+    config.diagnosis = ReadDiagnosis(reader, diagnosis, "diagnosis");
   }
   return config;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -70,9 +71,24 @@ struct FlinkClusterConfig {
   friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
 };
 
+// How the diagnosis judges each job<->group pair and each Kafka-only group (README: "Diagnosis").
+struct DiagnosisConfig {
+  // The span of history the trends (growing lag, failing commits, sawtooth) are judged over.
+  std::chrono::milliseconds window{std::chrono::minutes(5)};
+  // Consecutive Kafka polls a new cause must be the verdict of before it replaces the active one.
+  int confirm_polls = 2;
+  // Lag (records) below which a lag is "small": no really_behind, no long_checkpoint_interval.
+  std::int64_t lag_threshold_records = 1000;
+  // offsets_expiring once less than this share of offsets.retention.minutes is left.
+  double expiry_warning_ratio = 0.25;
+
+  friend bool operator==(const DiagnosisConfig&, const DiagnosisConfig&) = default;
+};
+
 struct Config {
   std::vector<KafkaClusterConfig> kafka;
   std::vector<FlinkClusterConfig> flink;
+  DiagnosisConfig diagnosis;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

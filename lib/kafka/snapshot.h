@@ -1,11 +1,13 @@
 // KafkaSnapshot: what one poll of one Kafka cluster saw, as plain data.
 //
 // Produced by kafka::Collector, consumed by the pure analysis and the metrics renderer. It holds
-// only what Kafka said (no derived numbers), already narrowed by the cluster's group and topic
-// filters. Immutable once published; share it as shared_ptr<const KafkaSnapshot>.
+// only what Kafka said (no derived numbers; the one exception is the collector's record-timestamp
+// bookkeeping), already narrowed by the cluster's group and topic filters. Immutable once
+// published; share it as shared_ptr<const KafkaSnapshot>.
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -47,6 +49,26 @@ struct ConsumerGroup {
   bool offsets_known = true;  // false when reading this group's offsets failed in this poll
 };
 
+// One configured bootstrap address asked on its own: which cluster answers there. A bootstrap
+// list that mixes clusters makes librdkafka read whichever answers first and only log a warning,
+// so the partitions of the other cluster go silently unread.
+struct BootstrapIdentity {
+  std::string address;                                   // as configured, e.g. "10.0.0.1:9092"
+  std::optional<std::string> cluster_id;                 // empty when the address did not answer
+  std::string error;                                     // why, when cluster_id is empty
+  std::map<std::string, std::int32_t> topic_partitions;  // partition counts seen there (topic
+                                                         // filter applied)
+};
+
+// A record position: the first record at or after `offset` (transaction markers and compacted
+// gaps make that the next record there is, not necessarily the one at `offset`).
+struct RecordKey {
+  TopicPartition partition;
+  std::int64_t offset = 0;
+
+  friend auto operator<=>(const RecordKey&, const RecordKey&) = default;
+};
+
 struct PartitionOffsets {
   std::optional<std::int64_t> log_start;  // earliest offset still in the log
   std::optional<std::int64_t> log_end;    // high watermark: offset of the next record written
@@ -65,6 +87,34 @@ struct KafkaSnapshot {
   std::map<TopicPartition, PartitionOffsets> partitions;
   // Per-group and per-partition failures that did not fail the whole poll.
   std::vector<std::string> partial_errors;
+
+  std::optional<std::string> cluster_id;  // of the main client (rd_kafka_clusterid)
+  // Broker config offsets.retention.minutes * 60; read every few minutes, carried across polls.
+  std::optional<double> offsets_retention_seconds;
+  // One per configured bootstrap address, in config order; with a single address, the main
+  // client's answer.
+  std::vector<BootstrapIdentity> bootstraps;
+  // Timestamp (ms since the epoch) of the oldest unconsumed record of group partitions with
+  // lag: keyed by the committed offset, or the log start when that is above the commit. Within
+  // the fetch budget only: a position that was not fetched (or failed) is absent.
+  std::map<RecordKey, std::int64_t> record_timestamps_ms;
+  // The collector's record-timestamp bookkeeping, kept across polls.
+  std::uint64_t record_timestamp_fetches_total = 0;  // records fetched since the collector began
+  std::size_t record_timestamp_cache_entries = 0;
 };
+
+// True when the bootstrap addresses that answered name two or more different clusters.
+inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {
+  const std::string* first = nullptr;
+  for (const BootstrapIdentity& bootstrap : snapshot.bootstraps) {
+    if (!bootstrap.cluster_id) continue;
+    if (first == nullptr) {
+      first = &*bootstrap.cluster_id;
+    } else if (*first != *bootstrap.cluster_id) {
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace lagsight::kafka

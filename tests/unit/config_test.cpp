@@ -90,6 +90,19 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK_FALSE(prod.topics.Accepts("__consumer_offsets"));
   CHECK(prod.topics.Accepts("orders"));
   CHECK(parsed->kafka[1].bootstrap_servers == std::vector<std::string>{"dr1:9092"});
+  CHECK(parsed->diagnosis.window == std::chrono::minutes(2));
+  CHECK(parsed->diagnosis.confirm_polls == 3);
+  CHECK(parsed->diagnosis.lag_threshold_records == 5000);
+  CHECK(parsed->diagnosis.expiry_warning_ratio == 0.1);
+}
+
+TEST_CASE("the diagnosis section has defaults") {
+  const auto parsed = ParseTestFile("good/minimal.yaml");
+  REQUIRE(parsed.ok());
+  CHECK(parsed->diagnosis.window == std::chrono::minutes(5));
+  CHECK(parsed->diagnosis.confirm_polls == 2);
+  CHECK(parsed->diagnosis.lag_threshold_records == 1000);
+  CHECK(parsed->diagnosis.expiry_warning_ratio == 0.25);
 }
 
 TEST_CASE("the shipped example config is valid") {

@@ -1,0 +1,125 @@
+// Analyzer: the bounded history of every source and everything derived from it.
+//
+// It is the only stateful part of the analysis and still does no I/O and reads no clock: the app
+// hands it each finished poll with the time, and it returns immutable Findings for the renderer.
+// Per poll it keeps
+//   - per partition: log-end history (ThinningSeries, 64 samples x 16 B), for lag in seconds;
+//   - per group: lag/commit samples (64 x 40 B), the last 16 commit events (for the sawtooth),
+//     the times of offset regressions in the window and the last commit lagsight saw;
+//   - per Flink job: checkpoint and commit counters (64 x 64 B) and its sticky group association;
+//   - per job<->group pair: Flink/Kafka lag samples (64 x 24 B) and the verdict with hysteresis.
+// That is about 1 KiB per partition, 3 KiB per group and 8 KiB per job; state of groups,
+// partitions and jobs that vanished is dropped at the next poll of their cluster.
+// The diagnosis is re-judged at each Kafka poll of the pair's cluster (so `confirm_polls` counts
+// Kafka polls); a Flink poll updates the job's history and its joins.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnosis.h"
+#include "analysis/flink_join.h"
+#include "analysis/kafka_lag.h"
+#include "analysis/lag_seconds.h"
+#include "analysis/offset_regressions.h"
+#include "analysis/sawtooth.h"
+#include "config/config.h"
+#include "flink/snapshot.h"
+#include "kafka/snapshot.h"
+
+namespace lagsight::analysis {
+
+struct PartitionLagSeconds {
+  std::string topic;
+  std::int32_t partition = 0;
+  LagSeconds value;
+};
+
+struct GroupFindings {
+  std::string group;
+  std::vector<PartitionLagSeconds> lag_seconds;
+  std::optional<double> max_lag_seconds;
+  double last_commit_time = 0;  // unix seconds; see README "How the last commit is known"
+  std::optional<double> offsets_expiry_seconds;  // groups without members, retention known
+  Sawtooth sawtooth;
+};
+
+struct KafkaFindings {
+  bool cluster_mismatch = false;
+  std::vector<GroupFindings> groups;  // in the snapshot's order
+};
+
+struct SourceFindings {
+  std::string job_id;
+  std::string job_name;
+  std::string source;
+  std::optional<double> commit_failure_ratio;  // over the window; none without commits
+};
+
+struct FlinkFindings {
+  std::vector<FlinkSourceJoin> joins;  // with sticky associations applied
+  std::vector<SourceFindings> sources;
+};
+
+struct DiagnosisFinding {
+  std::string kafka_cluster;
+  std::string group;   // empty: the job commits to no group lagsight can find
+  std::string job_id;  // empty: a Kafka-only group
+  std::string job_name;
+  Cause cause = Cause::kHealthy;
+  double since = 0;  // unix seconds the cause became active
+};
+
+struct Findings {
+  std::map<std::string, KafkaFindings> kafka;  // clusters that are up
+  std::map<std::string, FlinkFindings> flink;  // clusters that are up
+  std::vector<DiagnosisFinding> diagnosis;     // sorted by cluster, group, job
+};
+
+// The latest state of every source, as the app holds it; null snapshots are sources that are down.
+struct SourcesView {
+  struct Kafka {
+    const kafka::KafkaSnapshot* snapshot = nullptr;
+    const std::vector<GroupLag>* lags = nullptr;
+  };
+  struct Flink {
+    const config::FlinkClusterConfig* config = nullptr;
+    const flink::FlinkSnapshot* snapshot = nullptr;
+  };
+  std::map<std::string, Kafka> kafka;
+  std::map<std::string, Flink> flink;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(config::DiagnosisConfig config);
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  void SetConfig(const config::DiagnosisConfig& config);
+
+  // Kafka cluster `cluster` finished a poll (its entry in `sources` is the new state);
+  // `regressions` are the offset regressions that poll found.
+  std::shared_ptr<const Findings> ObserveKafka(const std::string& cluster,
+                                               const std::vector<OffsetRegression>& regressions,
+                                               const SourcesView& sources, double now);
+
+  // Flink cluster `cluster` finished a poll.
+  std::shared_ptr<const Findings> ObserveFlink(const std::string& cluster,
+                                               const SourcesView& sources, double now);
+
+  // Drops the state of clusters that are no longer configured.
+  void Retain(const std::set<std::string>& kafka_clusters,
+              const std::set<std::string>& flink_clusters);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace lagsight::analysis

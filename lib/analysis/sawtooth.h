@@ -1,0 +1,37 @@
+// The checkpoint sawtooth: Kafka-side lag that climbs between commits and drops at each one.
+//
+// A Flink KafkaSource commits only when a checkpoint completes, so a healthy job's Kafka-side lag
+// rises for a whole checkpoint interval and falls back at each commit. Pure: the commit events
+// lagsight saw (polls at which the group's committed offsets advanced) in, the shape out.
+//   detected   at least kMinCommits commits whose spacing is regular (every gap within 50% of the
+//              median gap), at least two thirds of them dropping the lag, the last one no older
+//              than two periods;
+//   period     (last commit - first commit) / gaps over that regular run: the poll interval's
+//              jitter averages out over the run (error <= poll interval / gaps);
+//   amplitude  the median lag drop at a commit (lag just before it minus lag just after).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace lagsight::analysis {
+
+struct CommitEvent {
+  double time = 0;              // the poll that first saw the new committed offsets
+  std::int64_t lag_before = 0;  // group lag (records) at the poll before
+  std::int64_t lag_after = 0;   // at this poll
+};
+
+struct Sawtooth {
+  bool detected = false;
+  std::optional<double> period_seconds;
+  std::optional<double> amplitude_records;
+};
+
+inline constexpr std::size_t kSawtoothMinCommits = 3;
+
+// `commits` in time order (the most recent last).
+Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now);
+
+}  // namespace lagsight::analysis

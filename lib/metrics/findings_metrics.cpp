@@ -1,0 +1,102 @@
+#include "metrics/findings_metrics.h"
+
+#include <string>
+
+namespace lagsight::metrics {
+namespace {
+
+using prometheus::MetricType;
+
+constexpr MetricDef kLagSeconds{
+    "lagsight_kafka_group_lag_seconds",
+    "Age of the oldest record the group has not consumed; method says how it was measured "
+    "(record_timestamp, interpolated, lower_bound, caught_up).",
+    MetricType::Gauge};
+constexpr MetricDef kMaxLagSeconds{"lagsight_kafka_group_max_lag_seconds",
+                                   "The largest lag in seconds over the group's partitions.",
+                                   MetricType::Gauge};
+constexpr MetricDef kLastCommit{
+    "lagsight_kafka_group_last_commit_timestamp_seconds",
+    "Unix time lagsight last saw the group commit (its offsets changed, its Flink job committed "
+    "or it had members); lagsight's first sight of the group when it has seen none.",
+    MetricType::Gauge};
+constexpr MetricDef kExpiry{
+    "lagsight_kafka_group_offsets_expiry_seconds",
+    "Seconds until the broker expires the offsets of this group without members "
+    "(offsets.retention.minutes after the last commit lagsight saw).",
+    MetricType::Gauge};
+constexpr MetricDef kSawtooth{
+    "lagsight_kafka_group_sawtooth",
+    "1 if the group's lag climbs between regular commits and drops at each (the checkpoint "
+    "sawtooth).",
+    MetricType::Gauge};
+constexpr MetricDef kSawtoothPeriod{"lagsight_kafka_group_sawtooth_period_seconds",
+                                    "Mean time between the group's regular commits.",
+                                    MetricType::Gauge};
+constexpr MetricDef kSawtoothAmplitude{"lagsight_kafka_group_sawtooth_amplitude_records",
+                                       "Median drop of the group's lag at a commit.",
+                                       MetricType::Gauge};
+constexpr MetricDef kCommitFailureRatio{
+    "lagsight_flink_source_commit_failure_ratio",
+    "Failed / attempted offset commits of the source over the diagnosis window.",
+    MetricType::Gauge};
+constexpr MetricDef kDiagnosis{
+    "lagsight_diagnosis",
+    "The active cause (always 1) of a job<->group pair; job_id is empty for a group no Flink "
+    "job commits to, group is empty for a job lagsight finds no group for.",
+    MetricType::Gauge};
+constexpr MetricDef kDiagnosisSince{"lagsight_diagnosis_since_timestamp_seconds",
+                                    "Unix time the active cause became active.", MetricType::Gauge};
+
+}  // namespace
+
+void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& builder) {
+  for (const auto& [cluster, kafka] : findings.kafka) {
+    for (const analysis::GroupFindings& group : kafka.groups) {
+      const Labels group_labels{{"kafka_cluster", cluster}, {"group", group.group}};
+      for (const analysis::PartitionLagSeconds& partition : group.lag_seconds) {
+        builder.Add(kLagSeconds,
+                    {{"kafka_cluster", cluster},
+                     {"group", group.group},
+                     {"topic", partition.topic},
+                     {"partition", std::to_string(partition.partition)},
+                     {"method", analysis::LagSecondsMethodName(partition.value.method)}},
+                    partition.value.seconds);
+      }
+      if (group.max_lag_seconds) builder.Add(kMaxLagSeconds, group_labels, *group.max_lag_seconds);
+      builder.Add(kLastCommit, group_labels, group.last_commit_time);
+      if (group.offsets_expiry_seconds) {
+        builder.Add(kExpiry, group_labels, *group.offsets_expiry_seconds);
+      }
+      builder.Add(kSawtooth, group_labels, group.sawtooth.detected ? 1 : 0);
+      if (group.sawtooth.period_seconds) {
+        builder.Add(kSawtoothPeriod, group_labels, *group.sawtooth.period_seconds);
+      }
+      if (group.sawtooth.amplitude_records) {
+        builder.Add(kSawtoothAmplitude, group_labels, *group.sawtooth.amplitude_records);
+      }
+    }
+  }
+  for (const auto& [cluster, flink] : findings.flink) {
+    for (const analysis::SourceFindings& source : flink.sources) {
+      if (!source.commit_failure_ratio) continue;
+      builder.Add(kCommitFailureRatio,
+                  {{"flink_cluster", cluster},
+                   {"job_id", source.job_id},
+                   {"job_name", source.job_name},
+                   {"source", source.source}},
+                  *source.commit_failure_ratio);
+    }
+  }
+  for (const analysis::DiagnosisFinding& verdict : findings.diagnosis) {
+    Labels labels{{"kafka_cluster", verdict.kafka_cluster},
+                  {"group", verdict.group},
+                  {"job_id", verdict.job_id},
+                  {"job_name", verdict.job_name},
+                  {"cause", analysis::CauseName(verdict.cause)}};
+    builder.Add(kDiagnosis, labels, 1);
+    builder.Add(kDiagnosisSince, labels, verdict.since);
+  }
+}
+
+}  // namespace lagsight::metrics

@@ -1,0 +1,15 @@
+// Metrics of what the analyzer derived: lag in seconds, the sawtooth, offset expiry, commit
+// failure ratios and the diagnosis (README: "Derived signals", "Diagnosis").
+//
+// Pure rendering of an analysis::Findings into families; a cluster that is down has no findings
+// and therefore no series here (its *_up says why).
+#pragma once
+
+#include "analysis/analyzer.h"
+#include "metrics/exposition.h"
+
+namespace lagsight::metrics {
+
+void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& builder);
+
+}  // namespace lagsight::metrics
