@@ -78,6 +78,7 @@ using PairKey = std::tuple<std::string, std::string, std::string>;  // cluster, 
 struct PairSample {
   double time = 0;
   std::int64_t flink_lag = 0;
+  std::int64_t kafka_lag = 0;
 };
 
 struct PairState {
@@ -404,8 +405,26 @@ struct Analyzer::State {
       const auto job = jobs.find(std::get<2>(key));
       if (job == jobs.end() || job->second.latest == nullptr) continue;
       const PairEvidence evidence =
-          PairEvidenceOf(cluster, snapshot, key, inputs, job->second, jobs_of_group, now);
-      out.push_back(Decide(key, inputs.job_name, JudgePair(evidence), now));
+          PairEvidenceOf(cluster, snapshot, lags, key, inputs, job->second, jobs_of_group, now);
+      DiagnosisFinding finding = Decide(key, inputs.job_name, JudgePair(evidence), now);
+      const PairState& pair = pairs[key];
+      for (const PairSample& sample : pair.samples.samples()) {
+        finding.history.push_back({sample.time, sample.kafka_lag, sample.flink_lag});
+      }
+      if (!pair.samples.empty()) {
+        finding.flink_lag = pair.samples.back().flink_lag;
+        if (!std::get<1>(key).empty()) finding.kafka_lag = pair.samples.back().kafka_lag;
+      }
+      const flink::FlinkJob& flink_job = *job->second.latest;
+      const auto& interval_ms = flink_job.checkpoint_config.interval_ms;
+      if (flink_job.checkpoints.enabled && interval_ms && *interval_ms < kNoIntervalMs) {
+        finding.checkpoint_interval_seconds = *interval_ms / 1000;
+        if (const auto& latest = flink_job.checkpoints.latest_completed_timestamp_ms) {
+          finding.checkpoint_age_seconds = now - static_cast<double>(*latest) / 1000;
+        }
+      }
+      AddMaxLagSeconds(cluster, finding);
+      out.push_back(std::move(finding));
       judged.insert(key);
     }
     std::map<std::string, const GroupLag*> lag_of;
@@ -418,7 +437,13 @@ struct Analyzer::State {
       if (lag == lag_of.end() || history == cluster.groups.end()) continue;
       const GroupEvidence evidence =
           GroupEvidenceOf(snapshot, *lag->second, group, history->second, pairs[key], now);
-      out.push_back(Decide(key, "", JudgeGroup(evidence), now));
+      DiagnosisFinding finding = Decide(key, "", JudgeGroup(evidence), now);
+      for (const GroupSample& sample : history->second.samples.samples()) {
+        finding.history.push_back({sample.time, sample.lag_sum, std::nullopt});
+      }
+      finding.kafka_lag = history->second.samples.back().lag_sum;
+      AddMaxLagSeconds(cluster, finding);
+      out.push_back(std::move(finding));
       judged.insert(key);
     }
     std::erase_if(pairs, [&](const auto& entry) {
@@ -430,6 +455,12 @@ struct Analyzer::State {
     return out;
   }
 
+  static void AddMaxLagSeconds(const KafkaClusterState& cluster, DiagnosisFinding& finding) {
+    for (const GroupFindings& group : cluster.findings.groups) {
+      if (group.group == finding.group) finding.max_lag_seconds = group.max_lag_seconds;
+    }
+  }
+
   DiagnosisFinding Decide(const PairKey& key, const std::string& job_name, Cause raw, double now) {
     PairState& pair = pairs[key];
     if (!pair.verdict) {
@@ -437,8 +468,14 @@ struct Analyzer::State {
     } else {
       pair.verdict->Update(raw, now, config.confirm_polls);
     }
-    return {std::get<0>(key), std::get<1>(key),       std::get<2>(key),
-            job_name,         pair.verdict->active(), pair.verdict->since()};
+    DiagnosisFinding finding;
+    finding.kafka_cluster = std::get<0>(key);
+    finding.group = std::get<1>(key);
+    finding.job_id = std::get<2>(key);
+    finding.job_name = job_name;
+    finding.cause = pair.verdict->active();
+    finding.since = pair.verdict->since();
+    return finding;
   }
 
   bool ExpiringSoon(const KafkaClusterState& cluster, const kafka::KafkaSnapshot& snapshot,
@@ -464,7 +501,8 @@ struct Analyzer::State {
   }
 
   PairEvidence PairEvidenceOf(const KafkaClusterState& cluster,
-                              const kafka::KafkaSnapshot& snapshot, const PairKey& key,
+                              const kafka::KafkaSnapshot& snapshot,
+                              const std::vector<GroupLag>& lags, const PairKey& key,
                               const PairInputs& inputs, const JobHistory& job,
                               const std::map<std::string, std::set<std::string>>& jobs_of_group,
                               double now) {
@@ -496,7 +534,14 @@ struct Analyzer::State {
         topics.insert(topic.topic);
       }
     }
-    pair.samples.Add({now, flink_lag});
+    std::int64_t kafka_lag = 0;
+    for (const GroupLag& lag : lags) {
+      if (lag.group != group_id) continue;
+      for (const TopicLag& topic : lag.topics) {
+        if (topics.contains(topic.topic)) kafka_lag += topic.lag_sum;
+      }
+    }
+    pair.samples.Add({now, flink_lag, kafka_lag});
 
     const kafka::ConsumerGroup* group = nullptr;
     for (const kafka::ConsumerGroup& candidate : snapshot.groups) {

@@ -65,6 +65,13 @@ struct FlinkFindings {
   std::vector<SourceFindings> sources;
 };
 
+// One point of a pair's lag over time, for the status page's chart.
+struct LagPoint {
+  double time = 0;
+  std::int64_t kafka_lag = 0;
+  std::optional<std::int64_t> flink_lag;  // none for Kafka-only groups
+};
+
 struct DiagnosisFinding {
   std::string kafka_cluster;
   std::string group;   // empty: the job commits to no group lagsight can find
@@ -72,6 +79,13 @@ struct DiagnosisFinding {
   std::string job_name;
   Cause cause = Cause::kHealthy;
   double since = 0;  // unix seconds the cause became active
+  // What the status page shows next to the cause.
+  std::optional<std::int64_t> kafka_lag;  // group lag on the pair's topics (records)
+  std::optional<std::int64_t> flink_lag;
+  std::optional<double> max_lag_seconds;         // Kafka side
+  std::optional<double> checkpoint_age_seconds;  // pairs with checkpointing
+  std::optional<double> checkpoint_interval_seconds;
+  std::vector<LagPoint> history;  // oldest first, at most the analyzer's series capacity
 };
 
 struct Findings {
