@@ -18,7 +18,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer,
+                             TopicPartition)
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -334,3 +335,62 @@ class CountingProducer:
                 return
             time.sleep(0.1)
         raise TimeoutError(f"the producer does not see {total} partitions of {topic}")
+
+
+class GroupExpiryWatch:
+    """Asks the broker twice a second, in a thread, whether some groups still exist.
+
+    Records per group (time.time()) when an OffsetFetch first returned no committed offset and
+    when ListGroups first no longer listed it: when offsets retention took them, to within a
+    poll, without the seconds a CLI tool's JVM start would add.
+    """
+
+    def __init__(self, bootstrap: str, groups: Sequence[str], interval: float = 0.5) -> None:
+        self._admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._groups = list(groups)
+        self._interval = interval
+        self.offsets_gone: dict[str, float] = {}
+        self.group_gone: dict[str, float] = {}
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="group-expiry")
+        self._thread.start()
+
+    def _has_offsets(self, group: str) -> bool:
+        request = [ConsumerGroupTopicPartitions(group)]
+        result = self._admin.list_consumer_group_offsets(request, request_timeout=10)[group]
+        return any(tp.offset >= 0 for tp in result.result(timeout=10).topic_partitions or [])
+
+    def _listed(self) -> set[str]:
+        listing = self._admin.list_consumer_groups(request_timeout=10).result(timeout=10)
+        return {group.group_id for group in listing.valid}
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set() and len(self.group_gone) < len(self._groups):
+                listed = self._listed()
+                for group in self._groups:
+                    now = time.time()
+                    if group not in listed:
+                        self.offsets_gone.setdefault(group, now)
+                        self.group_gone.setdefault(group, now)
+                    elif group not in self.offsets_gone and not self._has_offsets(group):
+                        self.offsets_gone[group] = now
+                self._stop.wait(self._interval)
+        except BaseException as error:  # surfaced by wait_gone()
+            self.error = error
+
+    def wait_gone(self, group: str, timeout: float) -> tuple[float, float]:
+        """Waits until the group is no longer listed; returns (offsets gone, group gone)."""
+        deadline = time.monotonic() + timeout
+        while group not in self.group_gone:
+            if self.error is not None:
+                raise RuntimeError(f"watching {group} failed") from self.error
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"group {group} still exists after {timeout} s")
+            time.sleep(0.2)
+        return self.offsets_gone[group], self.group_gone[group]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(15)

@@ -1,4 +1,4 @@
-"""The diagnosis on real Kafka for groups without a Flink job, and the cluster-level causes (issue 4).
+"""The diagnosis on real Kafka for groups without a Flink job, and the cluster-level causes.
 
 Kafka-only groups get their own subset of causes (healthy, really_behind, stalled, rewinding,
 offsets_expiring, partitions_uncommitted). Each scenario here drives a real simple group (assign(),
@@ -26,7 +26,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_
 from flink_job import FlinkJob, JobSpec
 from kafka_broker import KafkaBroker
 from scenario_report import DiagnosisWatch
-from workload import (CountingProducer, SimpleGroupCommitter, add_partitions,
+from workload import (CountingProducer, GroupExpiryWatch, SimpleGroupCommitter, add_partitions,
                       commit_without_joining, create_topic, produce, record_timestamp_ms)
 
 WINDOW_SECONDS = 30
@@ -605,103 +604,12 @@ def test_lag_seconds_after_reset_to_old_records(kafka_only_logs):
 # Offsets expiring, then expired, under a short broker retention
 
 
-@pytest.fixture(scope="module")
-def short_retention_broker(tmp_path_factory) -> Iterator[KafkaBroker]:
-    broker = KafkaBroker(tmp_path_factory.mktemp("short-retention") / "kafka", extra_properties={
-        "offsets.retention.minutes": str(RETENTION_MINUTES),
-        "offsets.retention.check.interval.ms": str(RETENTION_CHECK_MS)})
-    with broker:
-        yield broker
-
-
 def retention_seconds_from_broker(bootstrap: str) -> float:
     """offsets.retention.minutes as the broker itself reports it, in seconds."""
     configs = kafka.broker_configs(bootstrap)
     assert configs["offsets.retention.minutes"] == str(RETENTION_MINUTES)
     assert configs["offsets.retention.check.interval.ms"] == str(RETENTION_CHECK_MS)
     return RETENTION_MINUTES * 60.0
-
-
-@dataclass
-class Expiry:
-    """When Kafka's tools first showed the group without offsets, and no longer listed it
-    (time.time(); the tools take a second or two each, so these are up to ~3 s late)."""
-    offsets_gone: float
-    group_gone: float
-
-
-def wait_for_expiry(bootstrap: str, group: str, timeout: float) -> Expiry:
-    """Polls kafka-consumer-groups (--describe and --list, side by side) until the group's
-    offsets expired and Kafka dropped the group."""
-    offsets_gone: float | None = None
-    deadline = time.monotonic() + timeout
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        while True:
-            rows = pool.submit(tool_offsets, bootstrap, group)
-            listed = pool.submit(tool_groups, bootstrap)
-            rows_now, listed_now = rows.result(), group in listed.result()
-            if not rows_now and offsets_gone is None:
-                offsets_gone = time.time()
-            if not listed_now:
-                return Expiry(offsets_gone or time.time(), time.time())
-            assert time.monotonic() < deadline, (
-                f"{group} still listed after {timeout} s (offsets: {rows_now})")
-            time.sleep(0.5)
-
-
-def test_offsets_expiring_then_expired(short_retention_broker, lagsights, unique_prefix,
-                                       request, diagnosis_results):
-    """A simple group committed once: offsets_expiring before the broker's retention runs out,
-    then Kafka drops the group and lagsight drops it too."""
-    bootstrap = short_retention_broker.bootstrap
-    _register_log_for_failures(request, "short-retention broker log",
-                               short_retention_broker.log_file)
-    retention = retention_seconds_from_broker(bootstrap)
-    topic, group = f"{unique_prefix}-t", f"{unique_prefix}-g"
-    lagsight = lagsights.start(diagnosis_config(bootstrap, groups=[f"{unique_prefix}-.*"],
-                                                expiry_warning_ratio=EXPIRY_WARNING_RATIO),
-                               request)
-    create_topic(bootstrap, topic, 2)
-    produce(bootstrap, topic, [20, 20])
-    commit_without_joining(bootstrap, group, {(topic, 0): 10, (topic, 1): 10})
-    committed_wall, committed_at = time.time(), time.monotonic()
-    result = diagnosis_results("Kafka-only offsets_expiring: a group committed once under a "
-                               f"{RETENTION_MINUTES}-minute offsets retention",
-                               "offsets_expiring")
-    result.watch = watch_pair(lagsight, group, t0=committed_at)
-    result.note(f"broker offsets.retention.minutes={RETENTION_MINUTES} (kafka-configs), "
-                f"expiry_warning_ratio {EXPIRY_WARNING_RATIO}: warning due "
-                f"{retention * (1 - EXPIRY_WARNING_RATIO):.0f} s after the commit")
-    assert tool_offsets(bootstrap, group) == {(topic, 0): (10, 20), (topic, 1): (10, 20)}
-
-    if not GROUND_TRUTH_ONLY:
-        expiry = "lagsight_kafka_group_offsets_expiry_seconds"
-        metrics = lagsight.wait_for(lambda m: promtext.select(m, expiry, group=group),
-                                    "the group's expiry estimate")
-        assert one_value(metrics, "lagsight_kafka_offsets_retention_seconds",
-                         kafka_cluster=CLUSTER) == retention
-        first = one_value(metrics, expiry, group=group)
-        first_expected = retention - (time.time() - committed_wall)
-        # lagsight first sees the commit at its next poll: up to a poll (and a scrape) late.
-        assert first_expected - 1 <= first <= first_expected + 3, (first, first_expected)
-        time.sleep(3)
-        second = one_value(lagsight.scrape(), expiry, group=group)
-        assert first - 5 <= second < first, f"the expiry estimate must count down: {first} {second}"
-
-        seconds = assert_detected(result.watch, "offsets_expiring", retention + 30)
-        earliest = retention * (1 - EXPIRY_WARNING_RATIO)
-        assert earliest - 2 <= seconds, f"offsets_expiring after {seconds} s, before {earliest} s"
-        # Still there in Kafka at the warning: it warned before the loss, not after.
-        assert group in tool_groups(bootstrap)
-
-    expired = wait_for_expiry(bootstrap, group, retention + 60)
-    result.note(f"kafka-consumer-groups: offsets gone {expired.offsets_gone - committed_wall:.0f}"
-                f" s and the group gone {expired.group_gone - committed_wall:.0f} s after the "
-                f"commit")
-    if GROUND_TRUTH_ONLY:
-        return
-    metrics = lagsight.wait_for_fresh_poll(expired.group_gone)
-    assert series_naming(metrics, "group", group) == [], "lagsight still exports the group"
 
 
 def rest_source_state(flink: FlinkJob, jid: str) -> tuple[dict[int, int], float]:
@@ -721,66 +629,192 @@ def rest_source_state(flink: FlinkJob, jid: str) -> tuple[dict[int, int], float]
     return offsets, commits
 
 
-def test_offsets_missing_after_expiry_flink(short_retention_broker, lagsights, unique_prefix,
-                                            request, diagnosis_results, tmp_path):
-    """A Flink job with commits off and a configured group whose old offsets expire under the
-    broker's retention: the pair loses its group, cause offsets_missing."""
-    bootstrap = short_retention_broker.bootstrap
+@dataclass
+class RetentionRun:
+    """A broker whose offsets retention is one minute, with two groups racing it at once.
+
+    - ``kafka_group``: a simple group without a job, committed once just after lagsight
+      started (so lagsight saw the commit happen): offsets_expiring, then gone.
+    - ``flink_group``: the configured group of a Flink job with commits switched off, committed
+      once just before the job started from those offsets: once they expire the pair has no
+      offsets, offsets_missing.
+    Both retention clocks run during one minute, which is why they share one module run.
+    """
+    broker: KafkaBroker
+    retention: float
+    lagsight: LagsightProcess
+    flink: FlinkJob
+    job: str
+    jid: str
+    topic: str
+    kafka_group: str
+    kafka_committed_wall: float
+    kafka_committed_at: float
+    flink_group: str
+    flink_committed_wall: float
+    launched_at: float
+    kafka_watch: DiagnosisWatch
+    flink_watch: DiagnosisWatch
+    expiry: GroupExpiryWatch
+
+    def wait_for_expiry(self, group: str) -> tuple[float, float]:
+        """(offsets gone, group gone) as the broker answered (time.time()), once Kafka's own
+        tool agrees that the group is gone."""
+        offsets_gone, group_gone = self.expiry.wait_gone(group, self.retention + 90)
+        assert group not in tool_groups(self.broker.bootstrap)
+        assert tool_offsets(self.broker.bootstrap, group) == {}
+        return offsets_gone, group_gone
+
+
+@pytest.fixture(scope="module")
+def retention_run(lagsight_binary: Path, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[RetentionRun]:
+    work_dir = tmp_path_factory.mktemp("short-retention")
+    prefix = f"dr-{uuid.uuid4().hex[:6]}"
+    topic, kafka_group, flink_group = f"{prefix}-t", f"{prefix}-alone", f"{prefix}-flink"
+    job = f"{prefix}-job"
+    broker = KafkaBroker(work_dir / "kafka", extra_properties={
+        "offsets.retention.minutes": str(RETENTION_MINUTES),
+        "offsets.retention.check.interval.ms": str(RETENTION_CHECK_MS)})
+    launcher = Lagsights(lagsight_binary, work_dir)
+    flink: FlinkJob | None = None
+    watches: list[DiagnosisWatch] = []
+    expiry: GroupExpiryWatch | None = None
+    try:
+        broker.start()
+        bootstrap = broker.bootstrap
+        retention = retention_seconds_from_broker(bootstrap)
+        create_topic(bootstrap, topic, 2)
+        produce(bootstrap, topic, [100, 100])
+        # Offsets from an earlier life of the job's group; the job starts from them.
+        commit_without_joining(bootstrap, flink_group, {(topic, 0): 20, (topic, 1): 20})
+        flink_committed_wall = time.time()
+        spec = JobSpec(job, [topic], group=flink_group, start="committed", commit=False,
+                       checkpoint_ms=1000)
+        flink = FlinkJob(FLINK_LINE, [spec], work_dir / "flink", bootstrap=bootstrap)
+        flink.start()
+        lagsight = launcher.start(diagnosis_config(
+            bootstrap, groups=[f"{prefix}-.*"], expiry_warning_ratio=EXPIRY_WARNING_RATIO,
+            flink=[{"name": FLINK_CLUSTER, "rest_url": flink.rest_url, "kafka_cluster": CLUSTER,
+                    "poll_interval": "1s", "request_timeout": "5s",
+                    "groups": [{"job": job, "group": flink_group}]}]))
+        launched_at = time.monotonic()
+        flink_watch = watch_pair(lagsight, flink_group, job, t0=launched_at)
+        watches.append(flink_watch)
+        commit_without_joining(bootstrap, kafka_group, {(topic, 0): 10, (topic, 1): 10})
+        kafka_committed_wall, kafka_committed_at = time.time(), time.monotonic()
+        kafka_watch = watch_pair(lagsight, kafka_group, t0=kafka_committed_at)
+        watches.append(kafka_watch)
+        expiry = GroupExpiryWatch(bootstrap, [kafka_group, flink_group])
+        yield RetentionRun(broker, retention, lagsight, flink, job, flink.jobs[job], topic,
+                           kafka_group, kafka_committed_wall, kafka_committed_at, flink_group,
+                           flink_committed_wall, launched_at, kafka_watch, flink_watch, expiry)
+    finally:
+        if expiry is not None:
+            expiry.close()
+        for watch in watches:
+            watch.close()
+        try:
+            launcher.stop_all()
+        finally:
+            if flink is not None:
+                flink.stop()
+            broker.stop()
+
+
+@pytest.fixture
+def retention_logs(request, retention_run: RetentionRun) -> RetentionRun:
+    _register_log_for_failures(request, "lagsight log", retention_run.lagsight.log_file)
     _register_log_for_failures(request, "short-retention broker log",
-                               short_retention_broker.log_file)
-    retention = retention_seconds_from_broker(bootstrap)
-    topic, group, job = f"{unique_prefix}-t", f"{unique_prefix}-g", f"{unique_prefix}-job"
-    create_topic(bootstrap, topic, 2)
-    produce(bootstrap, topic, [100, 100])
-    # Offsets from an earlier life of the group; the job starts from them and never commits.
-    commit_without_joining(bootstrap, group, {(topic, 0): 20, (topic, 1): 20})
-    committed_wall = time.time()
+                               retention_run.broker.log_file)
+    _register_log_for_failures(request, "flink log", retention_run.flink.log_file)
+    return retention_run
+
+
+def test_offsets_expiring_then_expired(retention_logs, diagnosis_results):
+    """A simple group committed once: offsets_expiring before the broker's retention runs out,
+    then Kafka drops the group and lagsight drops it too."""
+    run = retention_logs
+    bootstrap, group, topic, lagsight = run.broker.bootstrap, run.kafka_group, run.topic, \
+        run.lagsight
+    result = diagnosis_results("Kafka-only offsets_expiring: a group committed once under a "
+                               f"{RETENTION_MINUTES}-minute offsets retention",
+                               "offsets_expiring")
+    result.watch = run.kafka_watch
+    result.note(f"broker offsets.retention.minutes={RETENTION_MINUTES} (kafka-configs), "
+                f"expiry_warning_ratio {EXPIRY_WARNING_RATIO}: warning due "
+                f"{run.retention * (1 - EXPIRY_WARNING_RATIO):.0f} s after the commit")
+    if time.time() < run.kafka_committed_wall + run.retention - 10:
+        assert tool_offsets(bootstrap, group) == {(topic, 0): (10, 100), (topic, 1): (10, 100)}
+
+    if not GROUND_TRUTH_ONLY:
+        expiry = "lagsight_kafka_group_offsets_expiry_seconds"
+        metrics = lagsight.wait_for(lambda m: promtext.select(m, expiry, group=group),
+                                    "the group's expiry estimate")
+        assert one_value(metrics, "lagsight_kafka_offsets_retention_seconds",
+                         kafka_cluster=CLUSTER) == run.retention
+        first = one_value(metrics, expiry, group=group)
+        first_expected = run.retention - (time.time() - run.kafka_committed_wall)
+        # lagsight first sees the commit at its next poll: up to a poll (and a scrape) late.
+        assert first_expected - 1 <= first <= first_expected + 4, (first, first_expected)
+        time.sleep(3)
+        second = one_value(lagsight.scrape(), expiry, group=group)
+        assert first - 5 <= second < first, f"the expiry estimate must count down: {first} {second}"
+
+        seconds = assert_detected(run.kafka_watch, "offsets_expiring", run.retention + 30)
+        earliest = run.retention * (1 - EXPIRY_WARNING_RATIO)
+        assert earliest - 2 <= seconds, f"offsets_expiring after {seconds} s, before {earliest} s"
+        # Still there in Kafka at the warning: it warned before the loss, not after.
+        assert group in tool_groups(bootstrap)
+
+    offsets_gone, group_gone = run.wait_for_expiry(group)
+    result.note(f"broker: offsets gone {offsets_gone - run.kafka_committed_wall:.0f} s and the "
+                f"group gone {group_gone - run.kafka_committed_wall:.0f} s after the commit "
+                f"(OffsetFetch/ListGroups every 0.5 s; kafka-consumer-groups agrees)")
+    if GROUND_TRUTH_ONLY:
+        return
+    metrics = lagsight.wait_for_fresh_poll(group_gone)
+    assert series_naming(metrics, "group", group) == [], "lagsight still exports the group"
+
+
+def test_offsets_missing_after_expiry_flink(retention_logs, diagnosis_results):
+    """A Flink job with commits off and a configured group whose old offsets expire under the
+    broker's retention: the pair loses its group's offsets, cause offsets_missing."""
+    run = retention_logs
+    bootstrap, group, topic, flink, jid = run.broker.bootstrap, run.flink_group, run.topic, \
+        run.flink, run.jid
     result = diagnosis_results("offsets_missing: the group's offsets expired under the broker's "
                                "retention (commits off, group configured)", "offsets_missing",
                                FLINK_LINE)
-    spec = JobSpec(job, [topic], group=group, start="committed", commit=False,
-                   checkpoint_ms=1000)
-    with FlinkJob(FLINK_LINE, [spec], tmp_path / "flink", bootstrap=bootstrap) as flink:
-        _register_log_for_failures(request, "flink log", flink.log_file)
-        jid = flink.jobs[job]
-        lagsight = lagsights.start(diagnosis_config(
-            bootstrap, groups=[f"{unique_prefix}-.*"], expiry_warning_ratio=EXPIRY_WARNING_RATIO,
-            flink=[{"name": FLINK_CLUSTER, "rest_url": flink.rest_url, "kafka_cluster": CLUSTER,
-                    "poll_interval": "1s", "request_timeout": "5s",
-                    "groups": [{"job": job, "group": group}]}]), request)
-        launched_at = time.monotonic()
-        result.watch = watch_pair(lagsight, group, job, t0=launched_at)
+    result.watch = run.flink_watch
+    # Ground truth before the expiry: the job read everything from offset 20 on and
+    # committed nothing; Kafka still holds the group's old offsets.
+    flink.wait_for_completed_checkpoints(jid, 3)
+    wait_until(lambda: rest_source_state(flink, jid)[0] == {0: 99, 1: 99}, 60,
+               "the job to read both partitions to the end")
+    assert rest_source_state(flink, jid)[1] == 0, "a job with commits off committed"
+    if time.time() < run.flink_committed_wall + run.retention - 10:
+        assert tool_offsets(bootstrap, group) == {(topic, 0): (20, 100), (topic, 1): (20, 100)}
 
-        # Ground truth before the expiry: the job read everything from offset 20 on and
-        # committed nothing; Kafka still holds the group's old offsets.
-        flink.wait_for_completed_checkpoints(jid, 3)
-        wait_until(lambda: rest_source_state(flink, jid)[0] == {0: 99, 1: 99}, 60,
-                   "the job to read both partitions to the end")
-        assert rest_source_state(flink, jid)[1] == 0, "a job with commits off committed"
-        if time.time() < committed_wall + retention - 5:
-            assert tool_offsets(bootstrap, group) == {(topic, 0): (20, 100),
-                                                      (topic, 1): (20, 100)}
-
-        expired = wait_for_expiry(bootstrap, group, retention + 90)
-        assert flink.job_overview(jid)["state"] == "RUNNING"
-        assert tool_offsets(bootstrap, group) == {}
-        result.note(f"commit=false, start from committed (20); commitsSucceeded 0 (REST); "
-                    f"offsets.retention.minutes={RETENTION_MINUTES}; kafka-consumer-groups: "
-                    f"offsets gone {expired.offsets_gone - committed_wall:.0f} s, group gone "
-                    f"{expired.group_gone - committed_wall:.0f} s after the last commit; "
-                    f"t0 = when the tool first showed no offsets")
-        # The fault is the loss of the offsets, whenever the broker got to it.
-        result.watch.restart_clock(time.monotonic() - (time.time() - expired.offsets_gone))
-        if GROUND_TRUTH_ONLY:
-            return
-        before = {cause for sighting in result.watch.sightings(since=launched_at)
-                  if sighting.at < result.watch.t0 for cause in sighting.causes}
-        result.note(f"causes before the expiry: {sorted(before)}")
-        assert_detected(result.watch, "offsets_missing", DETECT_TIMEOUT,
-                        allowed={"offsets_expiring"})
-        metrics = lagsight.wait_for_fresh_poll(expired.group_gone)
-        assert promtext.select(metrics, "lagsight_flink_job_group_info", job_name=job,
-                               group=group, association="configured")
+    offsets_gone, group_gone = run.wait_for_expiry(group)
+    assert flink.job_overview(jid)["state"] == "RUNNING"
+    result.note(f"commit=false, the job started from the committed 20; commitsSucceeded 0 "
+                f"(REST); offsets.retention.minutes={RETENTION_MINUTES}; broker: offsets gone "
+                f"{offsets_gone - run.flink_committed_wall:.0f} s, group gone "
+                f"{group_gone - run.flink_committed_wall:.0f} s after the last commit; t0 = "
+                f"offsets gone")
+    # The fault is the loss of the offsets, whenever the broker got to it.
+    run.flink_watch.restart_clock(time.monotonic() - (time.time() - offsets_gone))
+    if GROUND_TRUTH_ONLY:
+        return
+    before = {cause for sighting in run.flink_watch.sightings(since=run.launched_at)
+              if sighting.at < run.flink_watch.t0 for cause in sighting.causes}
+    result.note(f"causes before the expiry: {sorted(before)}")
+    assert_detected(run.flink_watch, "offsets_missing", DETECT_TIMEOUT,
+                    allowed={"offsets_expiring"})
+    metrics = run.lagsight.wait_for_fresh_poll(group_gone)
+    assert promtext.select(metrics, "lagsight_flink_job_group_info", job_name=run.job,
+                           group=group, association="configured")
 
 
 # ----------------------------------------------------------------------------------------------
