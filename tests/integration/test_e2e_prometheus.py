@@ -50,7 +50,7 @@ from test_diagnosis_flink import SteadyProducer
 from workload import create_topic, make_empty_group, produce
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "tests" / "deploy"))
+sys.path.append(str(REPO_ROOT / "tests" / "deploy"))  # after tests/integration: its conftest wins
 import promql_names  # noqa: E402  (the deploy checks' view of the rules and dashboard)
 import test_dashboard as dashboard_checks  # noqa: E402
 
