@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -246,8 +245,8 @@ def env(session_broker, lagsight_binary, tmp_path_factory) -> Iterator[Env]:
             SETUP_TIMEOUT, "Prometheus to see a sawtooth period for both Flink groups",
             interval=1)
         env.phases["baseline"] = time.monotonic() - started_monotonic - env.phases["systems up"]
-        assert not [a for a in prometheus.alerts() if a["labels"].get("alertname") == STALE_ALERT], (
-            "the checkpoint-stale alert is active before any checkpoint failed")
+        early = [a for a in prometheus.alerts() if a["labels"].get("alertname") == STALE_ALERT]
+        assert not early, f"checkpoint-stale alert active before any checkpoint failed: {early}"
 
         fail_file.write_text("fail")
         env.failures_on = time.time()

@@ -156,7 +156,8 @@ def test_every_metric_in_the_source_is_documented_and_vice_versa(documented, in_
     assert len(in_source) >= 50, f"the source scan found only {sorted(in_source)}"
     assert len(documented) >= 50, f"the README scan found only {sorted(documented)}"
     undocumented = {name: files for name, files in in_source.items() if name not in documented}
-    assert undocumented == {}, f"metrics in lib/ without a row in README's metric tables: {undocumented}"
+    assert undocumented == {}, (
+        f"metrics in lib/ without a row in README's metric tables: {undocumented}")
     unknown = {name: doc.section for name, doc in documented.items() if name not in in_source}
     assert unknown == {}, f"README documents metrics lib/ does not define: {unknown}"
 
