@@ -189,7 +189,7 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   reader.RequireOnlyKeys(
       node, path,
       {"name", "bootstrap_servers", "properties", "poll_interval", "request_timeout",
-       "poll_timeout", "max_concurrent_requests", "groups", "topics"});
+       "poll_timeout", "max_concurrent_requests", "lag_seconds_fetch_budget", "groups", "topics"});
   KafkaClusterConfig cluster;
 
   cluster.name = reader.ClusterName(node, path);
@@ -244,6 +244,10 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   if (node["max_concurrent_requests"]) {
     cluster.max_concurrent_requests =
         reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 1000);
+  }
+  if (node["lag_seconds_fetch_budget"]) {
+    cluster.lag_seconds_fetch_budget = reader.Integer(
+        node["lag_seconds_fetch_budget"], path + ".lag_seconds_fetch_budget", 0, 100000);
   }
   if (node["groups"]) cluster.groups = reader.Filter(node["groups"], path + ".groups");
   if (node["topics"]) cluster.topics = reader.Filter(node["topics"], path + ".topics");

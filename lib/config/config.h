@@ -34,6 +34,9 @@ struct KafkaClusterConfig {
   std::chrono::milliseconds poll_timeout{std::chrono::seconds(60)};
   // Groups whose offsets are fetched at the same time; bounds the load on the coordinators.
   int max_concurrent_requests = 16;
+  // Records read per poll to learn the timestamp of a group's oldest unconsumed record (lag in
+  // seconds); positions already read are cached and cost nothing. 0 turns the reads off.
+  int lag_seconds_fetch_budget = 500;
   NameFilter groups;
   NameFilter topics;
 

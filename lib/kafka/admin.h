@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ struct ListedOffsets {
   std::vector<std::string> errors;  // partitions that could not be read, and why
 };
 
+struct FetchedTimestamps {
+  std::map<RecordKey, std::int64_t> timestamps_ms;
+  // Positions that could not be read, and why. A position with no record up to the log end
+  // (only transaction markers there) is neither here nor in timestamps_ms.
+  std::vector<std::string> errors;
+};
+
 class KafkaAdmin {
  public:
   virtual ~KafkaAdmin() = default;
@@ -66,6 +74,27 @@ class KafkaAdmin {
   // Log-start or log-end offsets; a partition missing from `offsets` could not be read.
   virtual Result<ListedOffsets> ListOffsets(const std::vector<TopicPartition>& partitions,
                                             OffsetSpec spec, std::chrono::milliseconds timeout) = 0;
+
+  // The id of the cluster the main client reached, as its last metadata said; nullopt while no
+  // metadata has been read.
+  virtual std::optional<std::string> ClusterId() = 0;
+
+  // Each configured bootstrap address asked through a client of its own (bootstrap.servers =
+  // that address alone), in config order: the cluster id and partition counts it answers with
+  // (unfiltered). The addresses are asked at the same time, each bounded by `timeout`.
+  virtual std::vector<BootstrapIdentity> IdentifyBootstraps(std::chrono::milliseconds timeout) = 0;
+
+  // The value of a broker configuration entry (e.g. "offsets.retention.minutes") as one of the
+  // cluster's brokers reports it.
+  virtual Result<std::string> BrokerConfig(const std::string& name,
+                                           std::chrono::milliseconds timeout) = 0;
+
+  // The timestamp of the first record at or after each position, read without joining or
+  // committing for any group. Each fetch round is bounded by `request_timeout`, all of them by
+  // `total_timeout`.
+  virtual Result<FetchedTimestamps> RecordTimestamps(const std::vector<RecordKey>& positions,
+                                                     std::chrono::milliseconds request_timeout,
+                                                     std::chrono::milliseconds total_timeout) = 0;
 };
 
 }  // namespace lagsight::kafka

@@ -1,9 +1,11 @@
 #include "kafka/collector.h"
 
-#include "flink/snapshot.h"
-
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <set>
+
+#include "flink/snapshot.h"
 
 namespace lagsight::kafka {
 namespace {
@@ -46,6 +48,67 @@ GroupKind KindOf(const GroupListing& listing, const GroupDescription* descriptio
   if (DescribedAsKip848(listing, description)) return GroupKind::kConsumer;
   if (listing.simple || (description != nullptr && description->simple)) return GroupKind::kSimple;
   return GroupKind::kClassic;
+}
+
+// Reads log-start and log-end offsets of every partition of `topics`. Fails (the poll) only when
+// no log-end offset could be read at all: then there is no lag to report.
+std::optional<Error> ReadLogOffsets(const std::set<std::string>& topics,
+                                    const std::map<std::string, std::int32_t>& counts,
+                                    const Deadline& deadline, KafkaAdmin& admin,
+                                    KafkaSnapshot& snapshot) {
+  if (topics.empty()) return std::nullopt;
+  std::vector<TopicPartition> partitions;
+  for (const std::string& topic : topics) {
+    const auto count = counts.find(topic);
+    if (count == counts.end()) {
+      snapshot.partial_errors.push_back("topic \"" + topic +
+                                        "\" has committed offsets but does not exist");
+      continue;
+    }
+    snapshot.topic_partitions[topic] = count->second;
+    for (std::int32_t p = 0; p < count->second; ++p) {
+      partitions.push_back({topic, p});
+      snapshot.partitions[{topic, p}] = {};
+    }
+  }
+
+  auto log_end = admin.ListOffsets(partitions, OffsetSpec::kLatest, deadline.NextRequest());
+  if (!log_end) return log_end.error();
+  for (const auto& [tp, offset] : log_end->offsets) snapshot.partitions[tp].log_end = offset;
+  for (const std::string& error : log_end->errors) {
+    snapshot.partial_errors.push_back("log-end offset of " + error);
+  }
+
+  auto log_start = admin.ListOffsets(partitions, OffsetSpec::kEarliest, deadline.NextRequest());
+  if (log_start) {
+    for (const auto& [tp, offset] : log_start->offsets) snapshot.partitions[tp].log_start = offset;
+    for (const std::string& error : log_start->errors) {
+      snapshot.partial_errors.push_back("log-start offset of " + error);
+    }
+  } else {
+    snapshot.partial_errors.push_back(log_start.error().message);
+  }
+  return std::nullopt;
+}
+
+// Where each lagging group's oldest unconsumed record sits, with the largest lag of a group
+// waiting there: the committed offset, or the log start when retention deleted past the commit.
+std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot& snapshot) {
+  std::map<RecordKey, std::int64_t> positions;
+  for (const ConsumerGroup& group : snapshot.groups) {
+    for (const auto& [tp, committed] : group.committed) {
+      const auto offsets = snapshot.partitions.find(tp);
+      if (offsets == snapshot.partitions.end() || !offsets->second.log_end) continue;
+      const std::int64_t log_end = *offsets->second.log_end;
+      const std::int64_t lag = log_end - committed;
+      if (lag <= 0) continue;
+      const std::int64_t position = std::max(committed, offsets->second.log_start.value_or(0));
+      if (position >= log_end) continue;
+      std::int64_t& largest = positions[RecordKey{tp, position}];
+      largest = std::max(largest, lag);
+    }
+  }
+  return positions;
 }
 
 }  // namespace
@@ -124,44 +187,110 @@ Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics)
     snapshot.all_topics.push_back(topic);
     if (flink_topics.contains(flink::MetricTopicName(topic))) topics.insert(topic);
   }
-  if (topics.empty()) return snapshot;
-  std::vector<TopicPartition> partitions;
-  for (const std::string& topic : topics) {
-    const auto count = counts->find(topic);
-    if (count == counts->end()) {
-      snapshot.partial_errors.push_back("topic \"" + topic +
-                                        "\" has committed offsets but does not exist");
-      continue;
-    }
-    snapshot.topic_partitions[topic] = count->second;
-    for (std::int32_t p = 0; p < count->second; ++p) {
-      partitions.push_back({topic, p});
-      snapshot.partitions[{topic, p}] = {};
-    }
+  if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) {
+    return *failed;
   }
 
-  auto log_end = admin_->ListOffsets(partitions, OffsetSpec::kLatest, deadline.NextRequest());
-  // Without log-end offsets there is no lag to report: the poll failed.
-  if (!log_end) return log_end.error();
-  for (const auto& [tp, offset] : log_end->offsets) snapshot.partitions[tp].log_end = offset;
-  for (const std::string& error : log_end->errors) {
-    snapshot.partial_errors.push_back("log-end offset of " + error);
-  }
-
-  auto log_start = admin_->ListOffsets(partitions, OffsetSpec::kEarliest, deadline.NextRequest());
-  if (log_start) {
-    for (const auto& [tp, offset] : log_start->offsets) snapshot.partitions[tp].log_start = offset;
-    for (const std::string& error : log_start->errors) {
-      snapshot.partial_errors.push_back("log-start offset of " + error);
-    }
-  } else {
-    snapshot.partial_errors.push_back(log_start.error().message);
-  }
+  snapshot.cluster_id = admin_->ClusterId();
+  ReadBootstraps(*counts, deadline.NextRequest(), snapshot);
+  ReadRetention(deadline.NextRequest(), snapshot);
+  // Lag in seconds is a refinement: it may take at most half of what is left of the poll, so a
+  // slow fetch never makes the poll itself overrun.
+  ReadRecordTimestamps(cluster_.request_timeout, deadline.Left() / 2, snapshot);
   if (deadline.Expired()) {
     return Error{"the poll took longer than poll_timeout (" +
                  std::to_string(cluster_.poll_timeout.count()) + "ms)"};
   }
   return snapshot;
+}
+
+void Collector::ReadBootstraps(const std::map<std::string, std::int32_t>& all_counts,
+                               milliseconds timeout, KafkaSnapshot& snapshot) {
+  const auto filtered = [this](const std::map<std::string, std::int32_t>& counts) {
+    std::map<std::string, std::int32_t> accepted;
+    for (const auto& [topic, count] : counts) {
+      if (cluster_.topics.Accepts(topic)) accepted.emplace(topic, count);
+    }
+    return accepted;
+  };
+  if (cluster_.bootstrap_servers.size() > 1) {
+    snapshot.bootstraps = admin_->IdentifyBootstraps(timeout);
+    for (BootstrapIdentity& bootstrap : snapshot.bootstraps) {
+      bootstrap.topic_partitions = filtered(bootstrap.topic_partitions);
+    }
+    return;
+  }
+  // One address: the main client reached the cluster through it, so its answer is that address's.
+  BootstrapIdentity only;
+  if (!cluster_.bootstrap_servers.empty()) only.address = cluster_.bootstrap_servers.front();
+  only.cluster_id = snapshot.cluster_id;
+  if (!only.cluster_id) only.error = "the cluster reported no cluster id";
+  only.topic_partitions = filtered(all_counts);
+  snapshot.bootstraps.push_back(std::move(only));
+}
+
+void Collector::ReadRetention(milliseconds timeout, KafkaSnapshot& snapshot) {
+  static constexpr const char* kKey = "offsets.retention.minutes";
+  const auto now = SteadyClock::now();
+  if (!retention_read_at_ || now - *retention_read_at_ >= kRetentionRefresh) {
+    auto value = admin_->BrokerConfig(kKey, timeout);
+    std::int64_t minutes = 0;
+    const char* end = value ? value->data() + value->size() : nullptr;
+    if (!value) {
+      snapshot.partial_errors.push_back(std::string("reading broker config ") + kKey + ": " +
+                                        value.error().message);
+    } else if (std::from_chars(value->data(), end, minutes).ptr != end || value->empty() ||
+               minutes <= 0) {
+      snapshot.partial_errors.push_back(std::string("broker config ") + kKey + " is \"" + *value +
+                                        "\", not a positive number of minutes");
+    } else {
+      retention_seconds_ = static_cast<double>(minutes) * 60.0;
+      retention_read_at_ = now;
+    }
+  }
+  // After a failed read the last good value is carried, and the read is retried next poll.
+  snapshot.offsets_retention_seconds = retention_seconds_;
+}
+
+void Collector::ReadRecordTimestamps(milliseconds request_timeout, milliseconds total_timeout,
+                                     KafkaSnapshot& snapshot) {
+  const std::map<RecordKey, std::int64_t> wanted = cluster_.lag_seconds_fetch_budget > 0
+                                                       ? OldestUnconsumedPositions(snapshot)
+                                                       : std::map<RecordKey, std::int64_t>{};
+  // Entries no group waits at any more are dropped: the cache never outgrows one poll's wants.
+  std::erase_if(timestamp_cache_, [&](const auto& entry) { return !wanted.contains(entry.first); });
+
+  std::vector<std::pair<RecordKey, std::int64_t>> uncached;  // position, largest lag there
+  for (const auto& [key, lag] : wanted) {
+    if (!timestamp_cache_.contains(key)) uncached.emplace_back(key, lag);
+  }
+  // The budget goes to the largest lags first: they matter most for "how far behind".
+  std::stable_sort(uncached.begin(), uncached.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (uncached.size() > static_cast<std::size_t>(cluster_.lag_seconds_fetch_budget)) {
+    uncached.resize(static_cast<std::size_t>(cluster_.lag_seconds_fetch_budget));
+  }
+  if (!uncached.empty()) {
+    std::vector<RecordKey> positions;
+    positions.reserve(uncached.size());
+    for (const auto& [key, lag] : uncached) positions.push_back(key);
+    timestamp_fetches_total_ += positions.size();
+    auto fetched = admin_->RecordTimestamps(positions, std::min(request_timeout, total_timeout),
+                                            total_timeout);
+    if (fetched) {
+      for (const auto& [key, timestamp] : fetched->timestamps_ms) {
+        if (wanted.contains(key)) timestamp_cache_[key] = timestamp;
+      }
+      for (const std::string& error : fetched->errors) {
+        snapshot.partial_errors.push_back("record timestamp at " + error);
+      }
+    } else {
+      snapshot.partial_errors.push_back("reading record timestamps: " + fetched.error().message);
+    }
+  }
+  snapshot.record_timestamps_ms = timestamp_cache_;
+  snapshot.record_timestamp_fetches_total = timestamp_fetches_total_;
+  snapshot.record_timestamp_cache_entries = timestamp_cache_.size();
 }
 
 }  // namespace lagsight::kafka

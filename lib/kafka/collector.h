@@ -5,9 +5,18 @@
 // concurrency), and reads log-start and log-end offsets of every partition of every topic they
 // committed on (after the topic filter). Every call is bounded by request_timeout and the
 // whole poll by poll_timeout. Poll() blocks: run it on a worker thread, one at a time.
+//
+// A poll also reads what the derived signals need: the cluster id seen through each bootstrap
+// address, the broker's offsets.retention.minutes (re-read every few minutes), and the timestamp
+// of each lagging group's oldest unconsumed record. Those timestamps are cached by position and
+// fetched within a per-poll budget, largest lag first; none of this can fail the poll.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "config/config.h"
@@ -29,9 +38,25 @@ class Collector {
 
   const config::KafkaClusterConfig& cluster() const { return cluster_; }
 
+  // How long a successfully read offsets.retention.minutes is trusted before it is read again.
+  static constexpr std::chrono::minutes kRetentionRefresh{5};
+
  private:
+  void ReadBootstraps(const std::map<std::string, std::int32_t>& all_counts,
+                      std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
+  void ReadRetention(std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
+  void ReadRecordTimestamps(std::chrono::milliseconds request_timeout,
+                            std::chrono::milliseconds total_timeout, KafkaSnapshot& snapshot);
+
   config::KafkaClusterConfig cluster_;
   std::unique_ptr<KafkaAdmin> admin_;
+
+  std::optional<double> retention_seconds_;
+  std::optional<std::chrono::steady_clock::time_point> retention_read_at_;
+  // Timestamp of the first record at or after a position; such a record never changes, so an
+  // entry stays valid for as long as some group still waits at that position.
+  std::map<RecordKey, std::int64_t> timestamp_cache_;
+  std::uint64_t timestamp_fetches_total_ = 0;
 };
 
 }  // namespace lagsight::kafka

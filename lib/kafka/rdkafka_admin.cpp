@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <deque>
+#include <future>
 
 #include "kafka/client_properties.h"
 
@@ -33,12 +34,24 @@ struct MetadataDeleter {
     rd_kafka_metadata_destroy(metadata);
   }
 };
+struct ConfigResourceDeleter {
+  void operator()(rd_kafka_ConfigResource_t* resource) const {
+    rd_kafka_ConfigResource_destroy(resource);
+  }
+};
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const { rd_kafka_message_destroy(message); }
+};
 struct OffsetsRequestDeleter {
   void operator()(rd_kafka_ListConsumerGroupOffsets_t* request) const {
     rd_kafka_ListConsumerGroupOffsets_destroy(request);
   }
 };
 using Event = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+
+// The record reader's group.id. It only exists because librdkafka 2.0.2's assign() demands one;
+// the reader never subscribes or commits, so no such group is ever created on the broker.
+constexpr const char* kRecordReaderGroup = "lagsight-record-timestamps-never-commits";
 using Options = std::unique_ptr<rd_kafka_AdminOptions_t, OptionsDeleter>;
 
 // librdkafka's names ("PreparingRebalance") in the snake case of Prometheus label values.
@@ -116,35 +129,91 @@ void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, 
                 rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(error)), reason);
 }
 
-}  // namespace
-
-Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
-    const config::KafkaClusterConfig& cluster) {
+// A consumer-type client with `properties`; fails naming the property librdkafka rejects.
+template <typename Deleter>
+Result<std::unique_ptr<rd_kafka_t, Deleter>> NewClient(
+    const std::map<std::string, std::string>& properties, const std::string& cluster_name) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char error[512];
-  for (const auto& [key, value] : ClientProperties(cluster)) {
+  for (const auto& [key, value] : properties) {
     if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), error, sizeof error) !=
         RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
-      return Error{"kafka cluster \"" + cluster.name + "\": properties." + key + ": " + error};
+      return Error{"kafka cluster \"" + cluster_name + "\": properties." + key + ": " + error};
     }
   }
   rd_kafka_conf_set_log_cb(conf, LogFromLibrdkafka);
   rd_kafka_conf_set_error_cb(conf, ErrorFromLibrdkafka);
   // On success rd_kafka_new owns conf; on failure it is still ours to destroy.
-  std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle(
+  std::unique_ptr<rd_kafka_t, Deleter> handle(
       rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error));
   if (!handle) {
     rd_kafka_conf_destroy(conf);
-    return Error{"kafka cluster \"" + cluster.name + "\": " + error};
+    return Error{"kafka cluster \"" + cluster_name + "\": " + error};
   }
-  std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue(rd_kafka_queue_new(handle.get()));
-  return std::unique_ptr<RdKafkaAdmin>(new RdKafkaAdmin(std::move(handle), std::move(queue)));
+  return handle;
 }
 
-RdKafkaAdmin::RdKafkaAdmin(std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle,
-                           std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue)
-    : handle_(std::move(handle)), queue_(std::move(queue)) {}
+// Partition count of every topic, from a metadata request of `handle`.
+Result<std::map<std::string, std::int32_t>> PartitionCounts(rd_kafka_t* handle,
+                                                            milliseconds timeout) {
+  const rd_kafka_metadata_t* raw = nullptr;
+  const rd_kafka_resp_err_t error =
+      rd_kafka_metadata(handle, 1 /* all topics */, nullptr, &raw, ClampMillis(timeout));
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{std::string("reading topic metadata: ") + rd_kafka_err2str(error)};
+  }
+  std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
+  std::map<std::string, std::int32_t> counts;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& topic = metadata->topics[i];
+    if (topic.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    counts[topic.topic] = topic.partition_cnt;
+  }
+  return counts;
+}
+
+// The cluster id `handle` learnt from its latest metadata answer, without waiting for one.
+std::optional<std::string> CachedClusterId(rd_kafka_t* handle) {
+  char* id = rd_kafka_clusterid(handle, 0);
+  if (id == nullptr) return std::nullopt;
+  std::string copy(id);
+  rd_kafka_mem_free(handle, id);
+  return copy;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
+    const config::KafkaClusterConfig& cluster) {
+  std::map<std::string, std::string> properties = ClientProperties(cluster);
+  auto handle = NewClient<RdKafkaDeleter>(properties, cluster.name);
+  if (!handle) return handle.error();
+  std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue(rd_kafka_queue_new(handle->get()));
+
+  std::vector<std::pair<std::string, Handle>> bootstrap_clients;
+  if (cluster.bootstrap_servers.size() > 1) {
+    for (const std::string& address : cluster.bootstrap_servers) {
+      std::map<std::string, std::string> alone = properties;
+      alone["bootstrap.servers"] = address;
+      auto client = NewClient<RdKafkaDeleter>(alone, cluster.name);
+      if (!client) return client.error();
+      bootstrap_clients.emplace_back(address, std::move(client).value());
+    }
+  }
+  return std::unique_ptr<RdKafkaAdmin>(new RdKafkaAdmin(cluster.name, std::move(properties),
+                                                        std::move(handle).value(), std::move(queue),
+                                                        std::move(bootstrap_clients)));
+}
+
+RdKafkaAdmin::RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
+                           Handle handle, std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
+                           std::vector<std::pair<std::string, Handle>> bootstrap_clients)
+    : cluster_name_(std::move(cluster_name)),
+      properties_(std::move(properties)),
+      handle_(std::move(handle)),
+      queue_(std::move(queue)),
+      bootstrap_clients_(std::move(bootstrap_clients)) {}
 
 RdKafkaAdmin::~RdKafkaAdmin() = default;
 
@@ -305,20 +374,7 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
 
 Result<std::map<std::string, std::int32_t>> RdKafkaAdmin::TopicPartitionCounts(
     milliseconds timeout) {
-  const rd_kafka_metadata_t* raw = nullptr;
-  const rd_kafka_resp_err_t error =
-      rd_kafka_metadata(handle_.get(), 1 /* all topics */, nullptr, &raw, ClampMillis(timeout));
-  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Error{std::string("reading topic metadata: ") + rd_kafka_err2str(error)};
-  }
-  std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
-  std::map<std::string, std::int32_t> counts;
-  for (int i = 0; i < metadata->topic_cnt; ++i) {
-    const rd_kafka_metadata_topic_t& topic = metadata->topics[i];
-    if (topic.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-    counts[topic.topic] = topic.partition_cnt;
-  }
-  return counts;
+  return PartitionCounts(handle_.get(), timeout);
 }
 
 Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition>& partitions,
@@ -348,6 +404,187 @@ Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition
   // was read is it the answer (e.g. all brokers down).
   if (answer.offsets.empty() && error != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Error{std::string("listing offsets: ") + rd_kafka_err2str(error)};
+  }
+  return answer;
+}
+
+std::optional<std::string> RdKafkaAdmin::ClusterId() { return CachedClusterId(handle_.get()); }
+
+std::vector<BootstrapIdentity> RdKafkaAdmin::IdentifyBootstraps(milliseconds timeout) {
+  // Asked at the same time: an address that does not answer costs one timeout, not one each.
+  std::vector<std::future<BootstrapIdentity>> answers;
+  answers.reserve(bootstrap_clients_.size());
+  for (const auto& [address, client] : bootstrap_clients_) {
+    answers.push_back(std::async(std::launch::async, [&address, handle = client.get(), timeout] {
+      rd_kafka_poll(handle, 0);  // serve error callbacks so their events do not pile up
+      BootstrapIdentity identity;
+      identity.address = address;
+      // A fresh metadata answer first: the cached cluster id would outlive the address going
+      // away.
+      auto counts = PartitionCounts(handle, timeout);
+      if (!counts) {
+        identity.error = counts.error().message;
+        return identity;
+      }
+      identity.topic_partitions = std::move(counts).value();
+      identity.cluster_id = CachedClusterId(handle);
+      if (!identity.cluster_id) identity.error = "the broker reported no cluster id";
+      return identity;
+    }));
+  }
+  std::vector<BootstrapIdentity> identities;
+  identities.reserve(answers.size());
+  for (auto& answer : answers) identities.push_back(answer.get());
+  return identities;
+}
+
+Result<std::string> RdKafkaAdmin::BrokerConfig(const std::string& name, milliseconds timeout) {
+  const auto deadline = SteadyClock::now() + timeout;
+  const rd_kafka_metadata_t* raw = nullptr;
+  // Brokers only: no topic is asked for.
+  rd_kafka_resp_err_t error =
+      rd_kafka_metadata(handle_.get(), 0, nullptr, &raw, ClampMillis(timeout));
+  if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{std::string("reading broker metadata: ") + rd_kafka_err2str(error)};
+  }
+  std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter> metadata(raw);
+  if (metadata->broker_cnt == 0) return Error{"the cluster named no broker"};
+  const std::string broker_id = std::to_string(metadata->brokers[0].id);
+
+  const auto left = std::max(
+      milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()));
+  void* token = NextToken();
+  auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, left, token);
+  if (!options) return options.error();
+  std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter> resource(
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, broker_id.c_str()));
+  rd_kafka_ConfigResource_t* resources[] = {resource.get()};
+  rd_kafka_DescribeConfigs(handle_.get(), resources, 1, options->get(), queue_.get());
+  auto event = AwaitEvent(queue_.get(), token, left);
+  if (!event) return Error{"describing broker " + broker_id + ": " + event.error().message};
+
+  const auto* result = rd_kafka_event_DescribeConfigs_result(event->get());
+  std::size_t count = 0;
+  const rd_kafka_ConfigResource_t** described =
+      rd_kafka_DescribeConfigs_result_resources(result, &count);
+  if (count != 1) return Error{"describing broker " + broker_id + ": no answer for it"};
+  if (rd_kafka_ConfigResource_error(described[0]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{"describing broker " + broker_id + ": " +
+                 rd_kafka_ConfigResource_error_string(described[0])};
+  }
+  std::size_t entry_count = 0;
+  const rd_kafka_ConfigEntry_t** entries =
+      rd_kafka_ConfigResource_configs(described[0], &entry_count);
+  for (std::size_t i = 0; i < entry_count; ++i) {
+    if (name != rd_kafka_ConfigEntry_name(entries[i])) continue;
+    const char* value = rd_kafka_ConfigEntry_value(entries[i]);
+    if (value == nullptr) return Error{"broker " + broker_id + " does not show " + name};
+    return std::string(value);
+  }
+  return Error{"broker " + broker_id + " has no config " + name};
+}
+
+Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<RecordKey>& positions,
+                                                         milliseconds request_timeout,
+                                                         milliseconds total_timeout) {
+  FetchedTimestamps answer;
+  if (positions.empty()) return answer;
+  if (!record_reader_) {
+    std::map<std::string, std::string> properties = properties_;
+    properties["group.id"] = kRecordReaderGroup;
+    // Report "no record up to the log end" and a position deleted meanwhile, instead of
+    // waiting, or silently jumping to another offset.
+    properties["enable.partition.eof"] = "true";
+    properties["auto.offset.reset"] = "error";
+    // One record per partition is wanted: keep what is fetched and buffered ahead small.
+    properties["max.partition.fetch.bytes"] = "65536";
+    properties["queued.max.messages.kbytes"] = "4096";
+    properties["fetch.wait.max.ms"] = "100";
+    auto reader = NewClient<RecordReaderDeleter>(properties, cluster_name_);
+    if (!reader) return reader.error();
+    record_reader_ = std::move(reader).value();
+    rd_kafka_poll_set_consumer(record_reader_.get());
+  }
+  rd_kafka_t* reader = record_reader_.get();
+
+  // assign() takes one start offset per partition: several positions on one partition are read
+  // in successive rounds, lowest first.
+  std::map<TopicPartition, std::deque<std::int64_t>> pending;
+  for (const RecordKey& key : positions) pending[key.partition].push_back(key.offset);
+  for (auto& [tp, offsets] : pending) {
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  }
+  const auto describe = [](const TopicPartition& tp, std::int64_t offset) {
+    return tp.topic + "/" + std::to_string(tp.partition) + "@" + std::to_string(offset);
+  };
+  const auto total_deadline = SteadyClock::now() + total_timeout;
+  while (!pending.empty() && SteadyClock::now() < total_deadline) {
+    std::map<TopicPartition, std::int64_t> round;
+    std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
+        rd_kafka_topic_partition_list_new(static_cast<int>(pending.size())));
+    for (const auto& [tp, offsets] : pending) {
+      round.emplace(tp, offsets.front());
+      rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
+          offsets.front();
+    }
+    const auto finish = [&](const TopicPartition& tp) {
+      std::deque<std::int64_t>& offsets = pending.at(tp);
+      offsets.pop_front();
+      if (offsets.empty()) pending.erase(tp);
+      round.erase(tp);
+    };
+    if (const rd_kafka_resp_err_t error = rd_kafka_assign(reader, list.get())) {
+      return Error{std::string("assigning partitions to the record reader: ") +
+                   rd_kafka_err2str(error)};
+    }
+    const auto round_deadline = std::min(total_deadline, SteadyClock::now() + request_timeout);
+    std::string client_error;  // not tied to a partition, e.g. the brokers are unreachable
+    while (!round.empty()) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(round_deadline - SteadyClock::now());
+      if (left.count() <= 0) break;
+      std::unique_ptr<rd_kafka_message_t, MessageDeleter> message(
+          rd_kafka_consumer_poll(reader, ClampMillis(left)));
+      if (!message) continue;
+      if (message->rkt == nullptr) {
+        if (message->err) client_error = rd_kafka_message_errstr(message.get());
+        continue;
+      }
+      const TopicPartition tp{rd_kafka_topic_name(message->rkt), message->partition};
+      const auto wanted = round.find(tp);
+      if (wanted == round.end()) continue;
+      const std::int64_t offset = wanted->second;
+      if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        // Only transaction markers between the position and the log end: no record to date.
+      } else if (message->err) {
+        answer.errors.push_back(describe(tp, offset) + ": " +
+                                rd_kafka_message_errstr(message.get()));
+      } else if (message->offset < offset) {
+        continue;  // left from an earlier assignment
+      } else {
+        rd_kafka_timestamp_type_t type;
+        const std::int64_t timestamp = rd_kafka_message_timestamp(message.get(), &type);
+        if (timestamp < 0) {
+          answer.errors.push_back(describe(tp, offset) + ": the record has no timestamp");
+        } else {
+          answer.timestamps_ms[{tp, offset}] = timestamp;
+        }
+      }
+      finish(tp);
+    }
+    for (const auto& [tp, offset] : std::map(round)) {
+      answer.errors.push_back(describe(tp, offset) + ": no record within " +
+                              std::to_string(request_timeout.count()) + "ms" +
+                              (client_error.empty() ? "" : " (" + client_error + ")"));
+      finish(tp);
+    }
+  }
+  rd_kafka_assign(reader, nullptr);  // stop fetching until the next poll
+  for (const auto& [tp, offsets] : pending) {
+    for (const std::int64_t offset : offsets) {
+      answer.errors.push_back(describe(tp, offset) + ": not read, the poll ran out of time");
+    }
   }
   return answer;
 }

@@ -4,11 +4,23 @@
 // across polls, so connections survive between polls and librdkafka reconnects by itself after a
 // broker restart. Admin requests go through a private queue and are always polled with a
 // timeout. Not thread-safe: one poll at a time.
+//
+// Two kinds of helper handles, also long-lived: with several bootstrap addresses, one client per
+// address (bootstrap.servers = that address alone, same security settings) to learn which
+// cluster answers there; and, created on the first record-timestamp read, a consumer that reads
+// single records with assign() at explicit offsets. That consumer carries a throwaway group.id
+// because librdkafka 2.0.2 refuses assign() without one (Local: Unknown group, checked against
+// Kafka 4.1); it never subscribes, joins, fetches or commits offsets for it, so the broker never
+// creates that group.
 #pragma once
 
 #include <librdkafka/rdkafka.h>
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "kafka/admin.h"
@@ -18,6 +30,14 @@ namespace lagsight::kafka {
 struct RdKafkaDeleter {
   void operator()(rd_kafka_t* handle) const { rd_kafka_destroy(handle); }
   void operator()(rd_kafka_queue_t* queue) const { rd_kafka_queue_destroy(queue); }
+};
+
+// The record reader never joined a group, so there is nothing to leave: skipping the consumer
+// close keeps shutdown from waiting on a coordinator that may be unreachable.
+struct RecordReaderDeleter {
+  void operator()(rd_kafka_t* handle) const {
+    rd_kafka_destroy_flags(handle, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  }
 };
 
 class RdKafkaAdmin final : public KafkaAdmin {
@@ -36,13 +56,28 @@ class RdKafkaAdmin final : public KafkaAdmin {
       std::chrono::milliseconds timeout) override;
   Result<ListedOffsets> ListOffsets(const std::vector<TopicPartition>& partitions, OffsetSpec spec,
                                     std::chrono::milliseconds timeout) override;
+  std::optional<std::string> ClusterId() override;
+  std::vector<BootstrapIdentity> IdentifyBootstraps(std::chrono::milliseconds timeout) override;
+  Result<std::string> BrokerConfig(const std::string& name,
+                                   std::chrono::milliseconds timeout) override;
+  Result<FetchedTimestamps> RecordTimestamps(const std::vector<RecordKey>& positions,
+                                             std::chrono::milliseconds request_timeout,
+                                             std::chrono::milliseconds total_timeout) override;
 
  private:
-  RdKafkaAdmin(std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle,
-               std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue);
+  using Handle = std::unique_ptr<rd_kafka_t, RdKafkaDeleter>;
 
-  std::unique_ptr<rd_kafka_t, RdKafkaDeleter> handle_;
+  RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
+               Handle handle, std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
+               std::vector<std::pair<std::string, Handle>> bootstrap_clients);
+
+  std::string cluster_name_;
+  std::map<std::string, std::string> properties_;  // the main client's, for the record reader
+  Handle handle_;
   std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue_;  // destroyed before handle_
+  // One client per bootstrap address, in config order; empty with a single address.
+  std::vector<std::pair<std::string, Handle>> bootstrap_clients_;
+  std::unique_ptr<rd_kafka_t, RecordReaderDeleter> record_reader_;  // created on first use
 };
 
 }  // namespace lagsight::kafka

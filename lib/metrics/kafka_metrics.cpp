@@ -64,6 +64,29 @@ constexpr MetricDef kRegressions{
     "savepoint, shared group id, offset reset). Exported once it happened.",
     MetricType::Counter};
 
+constexpr MetricDef kRetention{
+    "lagsight_kafka_offsets_retention_seconds",
+    "The brokers' offsets.retention.minutes in seconds: how long an empty group keeps its "
+    "committed offsets after its last commit.",
+    MetricType::Gauge};
+constexpr MetricDef kBootstrapClusterInfo{
+    "lagsight_kafka_bootstrap_cluster_info",
+    "A configured bootstrap address that answered (always 1), with the cluster id it answered "
+    "with.",
+    MetricType::Gauge};
+constexpr MetricDef kClusterMismatch{
+    "lagsight_kafka_cluster_mismatch",
+    "1 when the configured bootstrap addresses answer with different cluster ids (partitions of "
+    "the other cluster go unread), else 0.",
+    MetricType::Gauge};
+constexpr MetricDef kTimestampFetches{
+    "lagsight_kafka_record_timestamp_fetches_total",
+    "Records read to learn the timestamp of a group's oldest unconsumed record (cache misses).",
+    MetricType::Counter};
+constexpr MetricDef kTimestampCacheEntries{
+    "lagsight_kafka_record_timestamp_cache_entries",
+    "Record timestamps cached by position for the lag in seconds.", MetricType::Gauge};
+
 const char* PositionName(analysis::CommitPosition position) {
   switch (position) {
     case analysis::CommitPosition::kBeyondLogEnd:
@@ -86,6 +109,22 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
   if (snapshot == nullptr || lags == nullptr) return;
 
   out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
+  if (snapshot->offsets_retention_seconds) {
+    out.Add(kRetention, cluster_labels, *snapshot->offsets_retention_seconds);
+  }
+  for (const kafka::BootstrapIdentity& bootstrap : snapshot->bootstraps) {
+    if (!bootstrap.cluster_id) continue;
+    out.Add(kBootstrapClusterInfo,
+            {{"kafka_cluster", cluster},
+             {"bootstrap", bootstrap.address},
+             {"cluster_id", *bootstrap.cluster_id}},
+            1);
+  }
+  out.Add(kClusterMismatch, cluster_labels, kafka::ClusterMismatch(*snapshot) ? 1 : 0);
+  out.Add(kTimestampFetches, cluster_labels,
+          static_cast<double>(snapshot->record_timestamp_fetches_total));
+  out.Add(kTimestampCacheEntries, cluster_labels,
+          static_cast<double>(snapshot->record_timestamp_cache_entries));
   for (const auto& [tp, offsets] : snapshot->partitions) {
     const Labels labels = {{"kafka_cluster", cluster},
                            {"topic", tp.topic},

@@ -10,8 +10,12 @@ namespace {
 
 using lagsight::config::KafkaClusterConfig;
 using lagsight::config::NameFilter;
+using lagsight::kafka::BootstrapIdentity;
+using lagsight::kafka::ClusterMismatch;
 using lagsight::kafka::Collector;
+using lagsight::kafka::CommittedOffsets;
 using lagsight::kafka::GroupKind;
+using lagsight::kafka::RecordKey;
 using lagsight::testing::FakeKafkaAdmin;
 
 struct Fixture {
@@ -50,8 +54,34 @@ struct Fixture {
         {{"orders", 0}, 10}, {{"orders", 1}, 20}, {{"audit", 0}, 3}, {{"__internal", 0}, 1}};
     admin->log_start = {
         {{"orders", 0}, 0}, {{"orders", 1}, 0}, {{"audit", 0}, 0}, {{"__internal", 0}, 0}};
+    admin->broker_configs["offsets.retention.minutes"] = "10080";
+    admin->record_timestamps = {{{{"orders", 0}, 5}, 1'700'000'000'000},
+                                {{{"orders", 1}, 7}, 1'700'000'001'000}};
   }
 };
+
+// Groups on one topic "t" whose lagging positions are, by lag: t/0@10 (90, two groups there),
+// t/2@30 (log start above the commit at 0: lag 40), t/1@50 (10); t/3 is caught up.
+void ScriptLaggingGroups(FakeKafkaAdmin& admin) {
+  admin.listings = {{"g1", "empty", true},
+                    {"g2", "empty", true},
+                    {"g3", "empty", true},
+                    {"g4", "empty", true},
+                    {"g5", "empty", true}};
+  admin.committed["g1"] = CommittedOffsets{{{"t", 0}, 10}};
+  admin.committed["g2"] = CommittedOffsets{{{"t", 0}, 10}, {{"t", 3}, 7}};
+  admin.committed["g3"] = CommittedOffsets{{{"t", 1}, 50}};
+  admin.committed["g4"] = CommittedOffsets{{{"t", 2}, 0}};
+  admin.committed["g5"] = CommittedOffsets{{{"t", 3}, 7}};
+  admin.topics = {{"t", 4}};
+  admin.log_end = {{{"t", 0}, 100}, {{"t", 1}, 60}, {{"t", 2}, 40}, {{"t", 3}, 7}};
+  admin.log_start = {{{"t", 0}, 0}, {{"t", 1}, 0}, {{"t", 2}, 30}, {{"t", 3}, 0}};
+  admin.broker_configs["offsets.retention.minutes"] = "10080";
+  admin.record_timestamps = {{{{"t", 0}, 10}, 1000},
+                             {{{"t", 0}, 20}, 2000},
+                             {{{"t", 1}, 50}, 5000},
+                             {{{"t", 2}, 30}, 3000}};
+}
 
 }  // namespace
 
@@ -138,4 +168,174 @@ TEST_CASE("partitions of a consumed topic without commits are still read") {
   REQUIRE(snapshot.ok());
   CHECK(snapshot->topic_partitions.at("orders") == 2);
   CHECK(snapshot->partitions.contains({"orders", 1}));
+}
+
+TEST_CASE("record timestamps: lagging positions, deduplicated, largest lag first, within budget") {
+  Fixture f;
+  f.config.lag_seconds_fetch_budget = 2;
+  Collector collector = f.Make();
+  ScriptLaggingGroups(*f.admin);
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  // g1 and g2 wait at the same position: one fetch. Caught-up t/3 is not fetched at all.
+  REQUIRE(f.admin->timestamp_requests.size() == 1);
+  CHECK(f.admin->timestamp_requests[0] == std::vector<RecordKey>{{{"t", 0}, 10}, {{"t", 2}, 30}});
+  // Beyond the budget (t/1@50) is simply absent.
+  CHECK(snapshot->record_timestamps_ms ==
+        std::map<RecordKey, std::int64_t>{{{{"t", 0}, 10}, 1000}, {{{"t", 2}, 30}, 3000}});
+  CHECK(snapshot->record_timestamp_fetches_total == 2);
+  CHECK(snapshot->record_timestamp_cache_entries == 2);
+  CHECK(snapshot->partial_errors.empty());
+}
+
+TEST_CASE("record timestamps: cached positions are reused, and dropped once no group waits there") {
+  Fixture f;
+  f.config.lag_seconds_fetch_budget = 2;
+  Collector collector = f.Make();
+  ScriptLaggingGroups(*f.admin);
+  REQUIRE(collector.Poll().ok());
+
+  // Second poll: the two cached positions cost nothing, the budget reaches the third.
+  auto second = collector.Poll();
+  REQUIRE(second.ok());
+  REQUIRE(f.admin->timestamp_requests.size() == 2);
+  CHECK(f.admin->timestamp_requests[1] == std::vector<RecordKey>{{{"t", 1}, 50}});
+  CHECK(second->record_timestamps_ms.size() == 3);
+  CHECK(second->record_timestamp_fetches_total == 3);
+
+  // Nothing new: no fetch at all.
+  REQUIRE(collector.Poll().ok());
+  CHECK(f.admin->timestamp_requests.size() == 2);
+
+  // Both groups on t/0 move on: the new position is fetched, the old one leaves the cache.
+  f.admin->committed["g1"] = CommittedOffsets{{{"t", 0}, 20}};
+  f.admin->committed["g2"] = CommittedOffsets{{{"t", 0}, 20}};
+  auto moved = collector.Poll();
+  REQUIRE(moved.ok());
+  REQUIRE(f.admin->timestamp_requests.size() == 3);
+  CHECK(f.admin->timestamp_requests[2] == std::vector<RecordKey>{{{"t", 0}, 20}});
+  CHECK(moved->record_timestamps_ms == std::map<RecordKey, std::int64_t>{{{{"t", 0}, 20}, 2000},
+                                                                         {{{"t", 1}, 50}, 5000},
+                                                                         {{{"t", 2}, 30}, 3000}});
+  CHECK(moved->record_timestamp_cache_entries == 3);
+  CHECK(moved->record_timestamp_fetches_total == 4);
+}
+
+TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried again") {
+  Fixture f;
+  Collector collector = f.Make();
+  ScriptLaggingGroups(*f.admin);
+  f.admin->record_timestamps.erase({{"t", 1}, 50});
+  const auto first = collector.Poll();
+  REQUIRE(first.ok());
+  CHECK(first->partial_errors ==
+        std::vector<std::string>{"record timestamp at t/1@50: Broker: Not leader"});
+  CHECK_FALSE(first->record_timestamps_ms.contains({{"t", 1}, 50}));
+  CHECK(first->record_timestamps_ms.size() == 2);
+
+  f.admin->record_timestamps[{{"t", 1}, 50}] = 5000;
+  const auto second = collector.Poll();
+  REQUIRE(second.ok());
+  CHECK(f.admin->timestamp_requests.back() == std::vector<RecordKey>{{{"t", 1}, 50}});
+  CHECK(second->record_timestamps_ms.at({{"t", 1}, 50}) == 5000);
+  CHECK(second->partial_errors.empty());
+}
+
+TEST_CASE("record timestamps: a budget of 0 reads none") {
+  Fixture f;
+  f.config.lag_seconds_fetch_budget = 0;
+  Collector collector = f.Make();
+  ScriptLaggingGroups(*f.admin);
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->timestamp_requests.empty());
+  CHECK(snapshot->record_timestamps_ms.empty());
+  CHECK(snapshot->record_timestamp_fetches_total == 0);
+}
+
+TEST_CASE("offsets retention: minutes read from the broker, carried across polls") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->broker_configs["offsets.retention.minutes"] = "3";
+  const auto first = collector.Poll();
+  REQUIRE(first.ok());
+  CHECK(first->offsets_retention_seconds == 180.0);
+  const auto second = collector.Poll();
+  REQUIRE(second.ok());
+  CHECK(second->offsets_retention_seconds == 180.0);
+  // Read once: the next read is due after Collector::kRetentionRefresh.
+  CHECK(f.admin->broker_configs_asked == std::vector<std::string>{"offsets.retention.minutes"});
+}
+
+TEST_CASE("offsets retention: a failed read is partial and retried at the next poll") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->broker_config_error = "describing broker 1: Broker: Cluster authorization failed";
+  const auto failed = collector.Poll();
+  REQUIRE(failed.ok());
+  CHECK_FALSE(failed->offsets_retention_seconds.has_value());
+  CHECK(failed->partial_errors ==
+        std::vector<std::string>{"reading broker config offsets.retention.minutes: describing "
+                                 "broker 1: Broker: Cluster authorization failed"});
+
+  f.admin->broker_config_error.reset();
+  f.admin->broker_configs["offsets.retention.minutes"] = "soon";
+  const auto garbled = collector.Poll();
+  REQUIRE(garbled.ok());
+  CHECK(
+      garbled->partial_errors ==
+      std::vector<std::string>{
+          "broker config offsets.retention.minutes is \"soon\", not a positive number of minutes"});
+
+  f.admin->broker_configs["offsets.retention.minutes"] = "10080";
+  const auto good = collector.Poll();
+  REQUIRE(good.ok());
+  CHECK(good->offsets_retention_seconds == 604800.0);
+  CHECK(f.admin->broker_configs_asked.size() == 3);
+}
+
+TEST_CASE("bootstraps: one address is answered by the main client") {
+  Fixture f;
+  f.config.topics = *NameFilter::Create({}, {"__.*"});
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->cluster_id = "cluster-A";
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->identify_calls == 0);
+  CHECK(snapshot->cluster_id == "cluster-A");
+  REQUIRE(snapshot->bootstraps.size() == 1);
+  CHECK(snapshot->bootstraps[0].address == "b:9092");
+  CHECK(snapshot->bootstraps[0].cluster_id == "cluster-A");
+  CHECK(snapshot->bootstraps[0].topic_partitions ==
+        std::map<std::string, std::int32_t>{{"audit", 1}, {"orders", 2}, {"unrelated", 8}});
+  CHECK_FALSE(ClusterMismatch(*snapshot));
+}
+
+TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared") {
+  Fixture f;
+  f.config.bootstrap_servers = {"a:9092", "b:9092", "c:9092"};
+  f.config.topics = *NameFilter::Create({}, {"__.*"});
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->cluster_id = "cluster-A";
+  f.admin->bootstrap_identities = {
+      {"a:9092", "cluster-A", "", {{"orders", 2}, {"__consumer_offsets", 50}}},
+      {"b:9092", std::nullopt, "reading topic metadata: Local: Broker transport failure", {}},
+      {"c:9092", "cluster-A", "", {{"orders", 2}}}};
+  const auto same = collector.Poll();
+  REQUIRE(same.ok());
+  CHECK(f.admin->identify_calls == 1);
+  REQUIRE(same->bootstraps.size() == 3);
+  CHECK(same->bootstraps[0].topic_partitions == std::map<std::string, std::int32_t>{{"orders", 2}});
+  CHECK(same->bootstraps[1].error == "reading topic metadata: Local: Broker transport failure");
+  // An address that does not answer is no evidence of another cluster.
+  CHECK_FALSE(ClusterMismatch(*same));
+
+  f.admin->bootstrap_identities[2].cluster_id = "cluster-B";
+  const auto mixed = collector.Poll();
+  REQUIRE(mixed.ok());
+  CHECK(ClusterMismatch(*mixed));
 }

@@ -19,12 +19,20 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   std::map<kafka::TopicPartition, std::int64_t> log_end;
   std::optional<std::string> list_groups_error;
   std::optional<std::string> log_end_error;
+  std::optional<std::string> cluster_id;
+  std::vector<kafka::BootstrapIdentity> bootstrap_identities;
+  std::map<std::string, std::string> broker_configs;
+  std::optional<std::string> broker_config_error;
+  std::map<kafka::RecordKey, std::int64_t> record_timestamps;  // a missing position fails
 
   // What was asked.
   std::vector<std::string> described_ids;
   std::vector<std::string> offset_ids;
   std::set<kafka::TopicPartition> offsets_asked;
   int max_in_flight_seen = 0;
+  int identify_calls = 0;
+  std::vector<std::string> broker_configs_asked;
+  std::vector<std::vector<kafka::RecordKey>> timestamp_requests;  // one per RecordTimestamps call
 
   Result<std::vector<kafka::GroupListing>> ListGroups(std::chrono::milliseconds) override {
     if (list_groups_error) return Error{*list_groups_error};
@@ -75,6 +83,37 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
       } else {
         answer.errors.push_back(tp.topic + "/" + std::to_string(tp.partition) +
                                 ": leader not available");
+      }
+    }
+    return answer;
+  }
+
+  std::optional<std::string> ClusterId() override { return cluster_id; }
+
+  std::vector<kafka::BootstrapIdentity> IdentifyBootstraps(std::chrono::milliseconds) override {
+    ++identify_calls;
+    return bootstrap_identities;
+  }
+
+  Result<std::string> BrokerConfig(const std::string& name, std::chrono::milliseconds) override {
+    broker_configs_asked.push_back(name);
+    if (broker_config_error) return Error{*broker_config_error};
+    if (!broker_configs.contains(name)) return Error{"broker 1 has no config " + name};
+    return broker_configs.at(name);
+  }
+
+  Result<kafka::FetchedTimestamps> RecordTimestamps(const std::vector<kafka::RecordKey>& positions,
+                                                    std::chrono::milliseconds,
+                                                    std::chrono::milliseconds) override {
+    timestamp_requests.push_back(positions);
+    kafka::FetchedTimestamps answer;
+    for (const kafka::RecordKey& key : positions) {
+      if (record_timestamps.contains(key)) {
+        answer.timestamps_ms[key] = record_timestamps.at(key);
+      } else {
+        answer.errors.push_back(key.partition.topic + "/" +
+                                std::to_string(key.partition.partition) + "@" +
+                                std::to_string(key.offset) + ": Broker: Not leader");
       }
     }
     return answer;
