@@ -581,6 +581,20 @@ struct Analyzer::State {
         job_baseline != nullptr && job.samples.back().completed > job_baseline->completed;
     e.commits_failing = failed > 0 && failed / (failed + succeeded) > 0.5 && checkpoints_completed;
 
+    // Commits switched off (commit.offsets.on.checkpoint=false): checkpoints complete, yet the
+    // job has never attempted a commit. Whatever offsets the group holds are left over from
+    // before and go stale, then expire.
+    bool ever_attempted = false;
+    for (const FlinkSourceJoin* join : inputs.joins) {
+      const auto series = job.sources.find(join->source);
+      if (series != job.sources.end() && !series->second.empty()) {
+        ever_attempted |= series->second.back().succeeded > 0 || series->second.back().failed > 0;
+      }
+    }
+    if (checkpointing && checkpoints_completed && !ever_attempted && job_age >= grace) {
+      e.offsets_missing = true;
+    }
+
     const GroupHistory* history = nullptr;
     if (const auto found = cluster.groups.find(group_id); found != cluster.groups.end()) {
       history = &found->second;
