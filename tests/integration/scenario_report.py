@@ -49,10 +49,15 @@ _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 @dataclass(frozen=True)
 class Sighting:
-    """One scrape: when (time.monotonic()), the pair's active causes, or why it failed."""
+    """One scrape: when (time.monotonic()), the pair's active causes, or why it failed.
+
+    ``related`` are the other pairs of the same job name or group seen in that scrape, as
+    ``group/job_name: cause`` strings (where lagsight put the job when not in the expected pair).
+    """
     at: float
     causes: frozenset[str]
     error: str | None = None
+    related: frozenset[str] = frozenset()
 
 
 class DiagnosisWatch:
@@ -108,6 +113,19 @@ class DiagnosisWatch:
                                                               **self.labels).items()
                          if value == 1)
 
+    def _related_in(self, metrics: promtext.Samples) -> frozenset[str]:
+        related = set()
+        for labels in promtext.select(metrics, DIAGNOSIS_METRIC,
+                                      kafka_cluster=self.labels["kafka_cluster"]):
+            pair = dict(labels)
+            same_job = self.labels["job_name"] and pair["job_name"] == self.labels["job_name"]
+            same_group = self.labels["group"] and pair["group"] == self.labels["group"]
+            if (same_job or same_group) and not all(pair[k] == v
+                                                    for k, v in self.labels.items()):
+                related.add(f"{pair['group'] or '(no group)'}/{pair['job_name'] or '(no job)'}: "
+                            f"{pair['cause']}")
+        return frozenset(related)
+
     def _scrape_once(self) -> Sighting:
         try:
             metrics = self.lagsight.scrape()
@@ -116,7 +134,8 @@ class DiagnosisWatch:
         if self.lagsight_revision is None:
             for labels in promtext.select(metrics, "lagsight_build_info"):
                 self.lagsight_revision = dict(labels).get("revision")
-        return Sighting(time.monotonic(), self._causes_in(metrics))
+        return Sighting(time.monotonic(), self._causes_in(metrics), None,
+                        self._related_in(metrics))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -152,16 +171,19 @@ class DiagnosisWatch:
         """Causes seen since t0 other than ``expected`` and the ``allowed`` ones, sorted."""
         return sorted(set(self.seen(since)) - {expected} - set(allowed))
 
-    def history(self, since: float | None = None) -> str:
-        """The cause changes since t0, for failure messages: ``+3.5s: {healthy}`` lines."""
+    def history(self, since: float | None = None, separator: str = "\n") -> str:
+        """The cause changes since t0: ``+3.5s: {healthy}`` lines (or joined by
+        ``separator``), for failure messages and the results' notes."""
         start = self.t0 if since is None else since
         lines, last = [], None
         for sighting in self.sightings(start):
             state = sighting.error or "{" + ", ".join(sorted(sighting.causes)) + "}"
+            if sighting.related:
+                state += " (other pairs: " + ", ".join(sorted(sighting.related)) + ")"
             if state != last:
                 lines.append(f"+{sighting.at - start:.1f}s: {state}")
                 last = state
-        return "\n".join(lines) or "(no scrape yet)"
+        return separator.join(lines) or "(no scrape yet)"
 
     def wait_for(self, cause: str, timeout: float, since: float | None = None) -> float:
         """Seconds from ``since`` (time.monotonic(); default t0) to the first scrape at or
@@ -265,6 +287,8 @@ class ScenarioResult:
         watch = self.watch
         seen = watch.seen() if watch else {}
         seconds = seen.get(self.cause)
+        if watch:
+            self.notes.append(f"exported causes after t0: {watch.history(separator=' → ')}")
         record(self.request, scenario=self.scenario, cause=self.cause,
                detected=seconds is not None, seconds=seconds,
                false_causes=(watch.false_causes(self.cause, self.allowed,

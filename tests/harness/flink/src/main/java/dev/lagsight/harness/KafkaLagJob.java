@@ -86,6 +86,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * watermarks=monotonous|none event time from the Kafka record timestamps (default) or none
  * chain=true|false           chain the source with the map (default false: the source is its
  *                            own vertex, so a slow map backpressures it)
+ * kafka.PROP=VALUE           any Kafka consumer property of the source (e.g.
+ *                            kafka.max.poll.records=10)
  * </pre>
  *
  * <h2>Output</h2>
@@ -302,6 +304,11 @@ public final class KafkaLagJob {
         }
         // Without a group and without commit=false the connector decides, as for a user who
         // sets no group.id: it turns committing off (setting it on explicitly is an error).
+        for (Map.Entry<String, String> entry : spec.values.entrySet()) {
+            if (entry.getKey().startsWith("kafka.")) {
+                builder.setProperty(entry.getKey().substring("kafka.".length()), entry.getValue());
+            }
+        }
         if (spec.values.containsKey("discovery-ms")) {
             builder.setProperty("partition.discovery.interval.ms", spec.get("discovery-ms", ""));
         }
