@@ -9,6 +9,7 @@
 
 #include "app/app.h"
 #include "app/logging.h"
+#include "http/server_security.h"
 
 int main(int argc, char** argv) {
   CLI::App cli{"lagsight: Kafka and Flink consumer lag, joined, for Prometheus."};
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
   cli.add_option("--web.listen-address", options.listen_address,
                  "Address to serve /metrics on, [host]:port.")
       ->capture_default_str();
+  cli.add_option("--web.config.file", options.web_config_file,
+                 "Path to a web configuration file (TLS, basic auth) in the Prometheus "
+                 "exporter-toolkit format.");
   cli.add_flag("--config.check", check_only, "Validate the configuration file and exit.");
   cli.add_option("--log.level", log_level, "debug, info, warn or error.")->capture_default_str();
   cli.add_option("--log.format", log_format, "logfmt or json.")->capture_default_str();
@@ -48,6 +52,14 @@ int main(int argc, char** argv) {
     }
     std::printf("%s: valid, %zu kafka cluster(s), %zu flink cluster(s)\n",
                 options.config_file.c_str(), config->kafka.size(), config->flink.size());
+    if (!options.web_config_file.empty()) {
+      const auto web_config = lagsight::http::WebConfigFile::Load(options.web_config_file);
+      if (!web_config) {
+        std::fprintf(stderr, "%s\n", web_config.error().message.c_str());
+        return 1;
+      }
+      std::printf("%s: valid\n", options.web_config_file.c_str());
+    }
     return 0;
   }
   return lagsight::app::Run(options);

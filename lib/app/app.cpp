@@ -166,7 +166,8 @@ class Daemon {
         workers_(4),
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         server_(io_, http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
-                                     [this] { return Reload(); }}) {}
+                                     [this] { return Reload(); }},
+                {}, options_.web_config_file) {}
 
   int Run(std::string config_text, ValidatedConfig initial) {
     if (const auto error = server_.Listen(listen_endpoint_)) {

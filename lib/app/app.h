@@ -19,6 +19,8 @@ namespace lagsight::app {
 struct Options {
   std::string config_file;
   std::string listen_address = ":9713";
+  // exporter-toolkit web config (TLS, basic auth); empty: plain HTTP without authentication.
+  std::string web_config_file;
 };
 
 extern const char* const kVersion;

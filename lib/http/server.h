@@ -4,6 +4,12 @@
 // write is armed with a deadline, request headers and bodies have hard limits, and the number of
 // open connections is capped, so one slow or broken client never affects the others. Accept
 // errors are logged and retried after a pause instead of stopping the listener.
+//
+// With a --web.config.file (server_security.h) the one listener serves TLS or plain HTTP as the
+// file says, and basic auth guards every path, as exporter-toolkit does (/healthz and /readyz
+// too: a probe must then send credentials). bcrypt checks run on a thread of their own, so a
+// flood of wrong passwords slows other logins but never the event loop. A plain-HTTP request to
+// a TLS listener gets a 400 that says so, as Go's servers answer.
 // All methods must be called on the io_context's thread.
 #pragma once
 
@@ -12,6 +18,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "common/result.h"
 #include "http/router.h"
@@ -28,12 +35,15 @@ struct ServerLimits {
 
 class Server {
  public:
-  Server(boost::asio::io_context& context, Endpoints endpoints, ServerLimits limits = {});
+  // `web_config_file`: the exporter-toolkit web config; empty means plain HTTP, no auth.
+  Server(boost::asio::io_context& context, Endpoints endpoints, ServerLimits limits = {},
+         std::string web_config_file = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and starts accepting; the error says why the address cannot be used.
+  // Loads the web config file, binds and starts accepting; the error says why the web config
+  // or the address cannot be used.
   std::optional<Error> Listen(const boost::asio::ip::tcp::endpoint& endpoint);
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   // Stops accepting; open connections finish their current exchange.
