@@ -3,25 +3,53 @@
 # that is already there: Debian packages, the Kafka jars (Maven Central, via the harness pom) and
 # the Python test dependencies (in .venv). Safe to run again; the README's two commands, .ci/run
 # and the Dockerfile all start here.
+#
+# Usage: deploy/install-deps.sh              everything: build, run, test, demo
+#        deploy/install-deps.sh --build-only  only the Debian packages that build lagsight
+#        deploy/install-deps.sh --runtime     only the shared libraries the binary runs with
+# (the Dockerfile's build and runtime stages use the last two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(
+mode=all
+case "${1:-}" in
+  "") ;;
+  --build-only) mode=build ;;
+  --runtime) mode=runtime ;;
+  *) echo "usage: $0 [--build-only|--runtime]" >&2; exit 2 ;;
+esac
+
+build_packages=(
   # build
   g++ cmake ninja-build pkg-config git
-  # libraries (all from Debian 12)
+  # libraries (all from Debian 12); libcrypt-dev: bcrypt for --web.config.file basic auth
   librdkafka-dev prometheus-cpp-dev libboost-dev libboost-system-dev libsimdjson-dev
-  libspdlog-dev libyaml-cpp-dev catch2 libssl-dev libcli11-dev
-  # tests: promtool, Python venv, curl
-  prometheus python3 python3-venv curl
+  libspdlog-dev libyaml-cpp-dev catch2 libssl-dev libcli11-dev libcrypt-dev
 )
+# What the binary links dynamically (ldd), plus CA certificates for TLS to Kafka and Flink.
+runtime_packages=(
+  librdkafka1 libprometheus-cpp-core1.0 libsimdjson14 libspdlog1.10 libfmt9 libyaml-cpp0.7
+  libssl3 libcrypt1 ca-certificates
+)
+test_packages=(
+  # tests: promtool, Python venv, curl and openssl (TLS clients), systemd-analyze, and a
+  # headless browser that renders the status page
+  prometheus python3 python3-venv curl openssl systemd chromium
+)
+case "$mode" in
+  build) packages=("${build_packages[@]}") ;;
+  runtime) packages=("${runtime_packages[@]}") ;;
+  all) packages=("${build_packages[@]}" "${runtime_packages[@]}" "${test_packages[@]}") ;;
+esac
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-# Java 17+ and Maven run the real Kafka broker; accept any already on PATH.
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if [ "$mode" = all ]; then
+  # Java 17+ and Maven run the real Kafka broker; accept any already on PATH.
+  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
   sudo_cmd=()
@@ -30,6 +58,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ "$mode" = all ] || exit 0
 
 # Kafka jars: resolved once into ~/.m2, classpath cached until the pom changes.
 classpath=tests/harness/kafka/target/classpath.txt
@@ -52,3 +81,4 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r tests/harness/requirements.txt
   echo "$want" > "$stamp"
 fi
+

@@ -14,5 +14,8 @@ cmake --build build --parallel "$(nproc)"
 echo "== unit tests"
 (cd build && ctest --output-on-failure)
 
+echo "== deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
+LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/deploy -v
+
 echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v "$@"
