@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything lagsight needs to build, test and run its demo on Debian 12, and nothing
-# that is already there: Debian packages, the Kafka jars (Maven Central, via the harness pom) and
-# the Python test dependencies (in .venv). Safe to run again; the README's two commands, .ci/run
-# and the Dockerfile all start here.
+# that is already there: Debian packages, the Kafka jars (Maven Central, via the harness pom),
+# the Python test dependencies (in .venv) and helm (Go module proxy, in .tools/bin). Safe to run
+# again; the README's two commands, .ci/run and the Dockerfile all start here.
 #
 # Usage: deploy/install-deps.sh              everything: build, run, test, demo
 #        deploy/install-deps.sh --build-only  only the Debian packages that build lagsight
@@ -82,3 +82,17 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# helm, for the chart tests (tests/deploy/test_helm.py): built from the Go module proxy into
+# .tools/bin, once per pinned version. Needs Go >= 1.24 (Debian 12's golang-go is 1.19).
+helm_version=v3.18.6
+helm_stamp=.tools/bin/.helm-version
+if [ ! -x .tools/bin/helm ] || [ "$(cat "$helm_stamp" 2>/dev/null)" != "$helm_version" ]; then
+  go_cmd=$(command -v go || echo /usr/local/go/bin/go)
+  if [ ! -x "$go_cmd" ]; then
+    echo "install-deps: building helm needs Go >= 1.24 on PATH or in /usr/local/go" >&2
+    exit 1
+  fi
+  echo "install-deps: building helm $helm_version (Go module proxy)"
+  GOBIN="$PWD/.tools/bin" GOFLAGS=-buildvcs=false "$go_cmd" install "helm.sh/helm/v3/cmd/helm@$helm_version"
+  echo "$helm_version" > "$helm_stamp"
+fi
