@@ -15,7 +15,9 @@ echo "== unit tests"
 (cd build && ctest --output-on-failure)
 
 echo "== deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
-LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/deploy -v
+# (test_rules.py and test_dashboard.py beside them run in ctest above.)
+LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
+  tests/deploy/test_systemd.py tests/deploy/test_dockerfile.py tests/deploy/test_helm.py
 
 echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v "$@"

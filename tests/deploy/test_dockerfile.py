@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+from deploy_tools import lagsight_binary  # noqa: F401 (pytest fixtures)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"

@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from deploy_tools import helm, lagsight_binary  # noqa: F401 (pytest fixtures)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 CHART = REPO_ROOT / "helm" / "lagsight"

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from deploy_tools import lagsight_binary  # noqa: F401 (pytest fixtures)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 UNIT = REPO_ROOT / "deploy" / "systemd" / "lagsight.service"

@@ -1,5 +1,8 @@
 """Fixtures for the deployment tests: the lagsight binary and the helm CLI.
 
+A module of its own, not a conftest.py: tests/integration has one, and two conftest modules
+would shadow each other when both folders run in one pytest session.
+
 Both must be there: a missing tool fails the tests instead of skipping them, because a skipped
 deployment suite looks green and proves nothing. deploy/install-deps.sh installs helm.
 """
