@@ -85,8 +85,11 @@ struct PairState {
   ThinningSeries<PairSample> samples;
   std::optional<Verdict> verdict;
   std::optional<double> uncommitted_since;
-  bool lag_high_since_restore = false;
-  std::optional<double> restore_seen;  // the restore time this flag belongs to
+  // After a restore: has the Flink lag been above the threshold since, without coming down?
+  // Pending until the reader reports offsets (right after a restore it reports none, so a lag
+  // of 0 then says nothing) or the grace period ends.
+  enum class RestoreLag { kPending, kHigh, kCleared } restore_lag = RestoreLag::kCleared;
+  std::optional<double> restore_seen;  // the restore time restore_lag belongs to
 };
 
 // The sample to measure a change over the window from: the last one at or before the window's
@@ -143,6 +146,10 @@ struct Analyzer::State {
   std::map<std::string, FlinkClusterState> flink;
   std::map<std::string, JobHistory> jobs;  // by job id
   std::map<PairKey, PairState> pairs;
+  // The last association of each (flink cluster, job name, source), kept for a window after
+  // the job was last seen so a restart under the same name keeps its group.
+  using NamedSource = std::tuple<std::string, std::string, std::string>;
+  std::map<NamedSource, std::pair<Association, double>> associations_by_name;
 
   double window() const { return Seconds(config.window); }
 
@@ -312,6 +319,10 @@ struct Analyzer::State {
     std::erase_if(jobs, [&](const auto& entry) {
       return entry.second.flink_cluster == flink_cluster && !present.contains(entry.first);
     });
+    std::erase_if(associations_by_name, [&](const auto& entry) {
+      return std::get<0>(entry.first) == flink_cluster &&
+             entry.second.second < now - std::max(window(), 600.0);
+    });
   }
 
   // Joins of one Flink cluster with the Kafka clusters that are up, associations made sticky.
@@ -342,9 +353,20 @@ struct Analyzer::State {
       auto history = jobs.find(join.job_id);
       if (history == jobs.end()) continue;
       auto& remembered = history->second.associations;
+      const NamedSource named{flink_cluster, join.job_name, join.source};
+      if (!join.group && !remembered.contains(join.source)) {
+        // A job restarted under the same name (e.g. from a savepoint) commits to the same group;
+        // its committedOffset is unset until its first commit, so matching cannot find it yet.
+        if (const auto by_name = associations_by_name.find(named);
+            by_name != associations_by_name.end()) {
+          remembered[join.source] = by_name->second.first;
+        }
+      }
       if (join.group) {
         remembered[join.source] = {join.kafka_cluster, *join.group};
+        associations_by_name[named] = {remembered[join.source], now};
       } else if (const auto known = remembered.find(join.source); known != remembered.end()) {
+        associations_by_name[named] = {known->second, now};
         // The job's committed offsets matched this group before; a poll that straddles a
         // commit, or commits that fail, must not make the job lose its group.
         join.group = known->second.group;
@@ -603,18 +625,25 @@ struct Analyzer::State {
     const std::optional<double> restored =
         restored_ms ? std::optional<double>(static_cast<double>(*restored_ms) / 1000.0)
                     : std::nullopt;
+    using RestoreLag = PairState::RestoreLag;
     if (restored != pair.restore_seen) {
       pair.restore_seen = restored;
-      pair.lag_high_since_restore = restored.has_value() && flink_lag > threshold;
-    } else if (flink_lag <= threshold) {
-      pair.lag_high_since_restore = false;
+      pair.restore_lag = restored ? RestoreLag::kPending : RestoreLag::kCleared;
+    }
+    if (flink_lag > threshold && pair.restore_lag == RestoreLag::kPending) {
+      pair.restore_lag = RestoreLag::kHigh;
+    } else if (flink_lag <= threshold && pair.restore_lag == RestoreLag::kHigh) {
+      pair.restore_lag = RestoreLag::kCleared;
+    } else if (pair.restore_lag == RestoreLag::kPending && restored && now - *restored > grace) {
+      pair.restore_lag = RestoreLag::kCleared;
     }
     bool regressed_after_restore = false;
     const bool regressed_in_window = history != nullptr && !history->regression_times.empty();
     if (restored && history != nullptr) {
       for (double time : history->regression_times) regressed_after_restore |= time >= *restored;
     }
-    e.restored_behind = restored && (regressed_after_restore || pair.lag_high_since_restore);
+    e.restored_behind =
+        restored && (regressed_after_restore || pair.restore_lag == RestoreLag::kHigh);
 
     const auto sharing = jobs_of_group.find(group_id);
     e.shared_group =

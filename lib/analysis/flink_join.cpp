@@ -26,8 +26,11 @@ std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::Kafka
 // Committed offsets of the source, by real topic, where known.
 using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
 
-// The group whose committed offsets equal the job's committedOffset on every partition where
-// the job has one; std::nullopt when none or several fit.
+// The group whose committed offsets fit the job's own offsets on every partition where the job
+// has a committedOffset: equal to it, or between it and the job's position (currentOffset + 1).
+// The range matters: Flink updates committedOffset in the commit callback, which runs on the
+// fetcher thread, so under backpressure the gauge trails what the broker already holds.
+// std::nullopt when none or several groups fit.
 std::optional<std::string> MatchGroup(const Resolved& resolved, const kafka::KafkaSnapshot& kafka) {
   std::size_t known = 0;
   for (const auto& [tp, offsets] : resolved) known += offsets.committed.has_value();
@@ -38,7 +41,10 @@ std::optional<std::string> MatchGroup(const Resolved& resolved, const kafka::Kaf
     for (const auto& [tp, offsets] : resolved) {
       if (!offsets.committed) continue;
       const auto committed = group.committed.find(tp);
-      if (committed != group.committed.end() && committed->second == *offsets.committed) ++equal;
+      if (committed == group.committed.end()) continue;
+      const std::int64_t position =
+          offsets.current ? std::max(*offsets.current + 1, *offsets.committed) : *offsets.committed;
+      if (committed->second >= *offsets.committed && committed->second <= position) ++equal;
     }
     if (equal != known) continue;
     if (found) return std::nullopt;  // two groups fit: do not guess
