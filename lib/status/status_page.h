@@ -1,0 +1,44 @@
+// The human status page served at `/`: one self-contained HTML document, rendered from the
+// analysis' findings and the sources' health.
+//
+// Pure: no I/O, no clock (`now` is a parameter), so it renders on a worker next to the
+// exposition and is unit-tested on hand-made findings. The page loads nothing: its style is
+// inline, its charts are inline SVG, there is no script, and it reloads itself every 15 s. Every
+// name that comes from Kafka, Flink or the config (cluster, group, job, error text) is
+// HTML-escaped, in text and in attributes. Problems sort first, most severe first.
+// Thread-safe: it only reads its arguments.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/analyzer.h"
+#include "analysis/diagnosis.h"
+
+namespace lagsight::status {
+
+// One configured source as the app sees it after its latest poll.
+struct SourceStatus {
+  enum class Kind { kKafka, kFlink };
+  Kind kind = Kind::kKafka;
+  std::string name;                    // the cluster's config name
+  bool polled = false;                 // false until its first poll finished
+  bool up = false;                     // the latest poll succeeded
+  std::optional<double> last_success;  // unix seconds of the latest successful poll
+  std::string last_error;              // why the latest poll failed, when it did
+};
+
+// How loudly the page shows a cause; also the sort order, most severe first.
+enum class Severity { kCritical, kWarning, kNeutral, kHealthy };
+Severity SeverityOf(analysis::Cause cause);
+
+std::string RenderStatusPage(const analysis::Findings& findings,
+                             const std::vector<SourceStatus>& sources, std::string_view version,
+                             double now);
+
+// `text` with & < > " ' replaced by character references; safe in text and quoted attributes.
+std::string EscapeHtml(std::string_view text);
+
+}  // namespace lagsight::status
