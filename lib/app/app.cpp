@@ -30,6 +30,7 @@
 #include "metrics/flink_metrics.h"
 #include "metrics/kafka_metrics.h"
 #include "metrics/process_metrics.h"
+#include "status/status_page.h"
 
 namespace lagsight::app {
 
@@ -165,8 +166,9 @@ class Daemon {
         listen_endpoint_(listen_endpoint),
         workers_(4),
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
-        server_(io_, http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
-                                     [this] { return Reload(); }},
+        server_(io_,
+                http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
+                                [this] { return Reload(); }, [this] { return status_page_; }},
                 {}, options_.web_config_file) {}
 
   int Run(std::string config_text, ValidatedConfig initial) {
@@ -514,7 +516,7 @@ class Daemon {
     asio::post(workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
                           findings = findings_, now = UnixNow(), generation,
                           reload_ok = last_reload_successful_,
-                          reload_time = last_reload_success_time_] {
+                          reload_time = last_reload_success_time_, sources = SourceStatuses()] {
       metrics::FamilyBuilder builder;
       metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
       for (const Input& input : inputs) {
@@ -532,12 +534,32 @@ class Daemon {
       metrics::AppendFindingsMetrics(*findings, builder);
       auto text =
           std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
-      asio::post(io_, [this, text = std::move(text), generation] {
+      auto page = std::make_shared<const std::string>(
+          status::RenderStatusPage(*findings, sources, kVersion, now));
+      asio::post(io_, [this, text = std::move(text), page = std::move(page), generation] {
         if (generation < published_generation_) return;
         published_generation_ = generation;
         exposition_ = text;
+        status_page_ = page;
       });
     });
+  }
+
+  // Every configured source, polled or not, for the status page.
+  std::vector<status::SourceStatus> SourceStatuses() const {
+    std::vector<status::SourceStatus> out;
+    const auto add = [&out](status::SourceStatus::Kind kind, const std::string& name,
+                            const SourceHealth& health) {
+      out.push_back({kind, name, health.polled_once, health.status.up,
+                     health.status.last_success_unix_seconds, health.last_error});
+    };
+    for (const auto& [name, source] : sources_) {
+      add(status::SourceStatus::Kind::kKafka, name, source->health);
+    }
+    for (const auto& [name, source] : flink_sources_) {
+      add(status::SourceStatus::Kind::kFlink, name, source->health);
+    }
+    return out;
   }
 
   http::Readiness Readiness() const {
@@ -568,6 +590,7 @@ class Daemon {
   std::uint64_t render_generation_ = 0;
   std::uint64_t published_generation_ = 0;
   std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
+  std::shared_ptr<const std::string> status_page_;  // null: the router serves its landing page
   // History and derived findings; touched only on the event loop thread, after each poll.
   analysis::Analyzer analyzer_{config::DiagnosisConfig{}};
   std::shared_ptr<const analysis::Findings> findings_ = std::make_shared<analysis::Findings>();

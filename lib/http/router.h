@@ -1,6 +1,7 @@
 // The exporter's HTTP routes, as a pure function from request to response.
 //
-//   GET  /          landing page linking /metrics
+//   GET  /          the status page (text/html, loads nothing from anywhere: a CSP says so);
+//                   the landing page linking /metrics until the first page is rendered
 //   GET  /metrics   the latest published exposition (never waits on a source)
 //   GET  /healthz   200 while the process serves requests
 //   GET  /readyz    200 once every source completed its first poll, else 503
@@ -31,6 +32,8 @@ struct Endpoints {
   std::function<Readiness()> readiness;
   // Returns std::nullopt on success, else why the reload failed.
   std::function<std::optional<std::string>()> reload;
+  // The latest rendered status page; null (or no function) before the first render.
+  std::function<std::shared_ptr<const std::string>()> status_page;
 };
 
 Response Route(const Request& request, const Endpoints& endpoints);

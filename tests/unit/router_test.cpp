@@ -17,6 +17,7 @@ struct Fixture {
   bool ready = false;
   int reloads = 0;
   std::optional<std::string> reload_failure;
+  std::shared_ptr<const std::string> status_page;  // none rendered yet
   Endpoints endpoints{[] { return std::make_shared<const std::string>("lagsight_up 1\n"); },
                       [this] {
                         return Readiness{ready, "waiting for kafka cluster(s) prod"};
@@ -24,7 +25,8 @@ struct Fixture {
                       [this] {
                         ++reloads;
                         return reload_failure;
-                      }};
+                      },
+                      [this] { return status_page; }};
 
   lagsight::http::Response Call(beast_http::verb verb, const std::string& target) {
     Request request(verb, target, 11);
@@ -50,11 +52,42 @@ TEST_CASE("HEAD answers with the length and no body") {
   CHECK(response[beast_http::field::content_length] == "14");
 }
 
-TEST_CASE("the landing page links /metrics") {
+constexpr const char* kNoExternalLoads =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+TEST_CASE("before the first status page is rendered, / is the landing page linking /metrics") {
   Fixture f;
   const auto response = f.Call(beast_http::verb::get, "/");
   CHECK(response.result() == beast_http::status::ok);
   CHECK(response.body().find("href=\"metrics\"") != std::string::npos);
+  CHECK(response[beast_http::field::content_type] == "text/html; charset=utf-8");
+  CHECK(response["Content-Security-Policy"] == kNoExternalLoads);
+}
+
+TEST_CASE("/ serves the published status page as HTML that may load nothing from elsewhere") {
+  Fixture f;
+  f.status_page = std::make_shared<const std::string>("<!DOCTYPE html><title>status</title>");
+  const auto response = f.Call(beast_http::verb::get, "/");
+  CHECK(response.result() == beast_http::status::ok);
+  CHECK(response.body() == "<!DOCTYPE html><title>status</title>");
+  CHECK(response[beast_http::field::content_type] == "text/html; charset=utf-8");
+  CHECK(response["Content-Security-Policy"] == kNoExternalLoads);
+
+  const auto head = f.Call(beast_http::verb::head, "/");
+  CHECK(head.result() == beast_http::status::ok);
+  CHECK(head.body().empty());
+  CHECK(head[beast_http::field::content_length] == "36");
+  CHECK(head["Content-Security-Policy"] == kNoExternalLoads);
+  CHECK(f.Call(beast_http::verb::post, "/").result() == beast_http::status::method_not_allowed);
+  CHECK(f.Call(beast_http::verb::get, "/?refresh=1").body() == *f.status_page);
+}
+
+TEST_CASE("/metrics carries no status page policy and is unchanged by a status page") {
+  Fixture f;
+  f.status_page = std::make_shared<const std::string>("<p>page</p>");
+  const auto response = f.Call(beast_http::verb::get, "/metrics");
+  CHECK(response.body() == "lagsight_up 1\n");
+  CHECK(response.find("Content-Security-Policy") == response.end());
 }
 
 TEST_CASE("/healthz and /readyz") {
