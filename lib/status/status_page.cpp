@@ -203,19 +203,21 @@ void AppendUtc(std::string& out, double unix_seconds) {
 
 constexpr std::string_view kNone = "&ndash;";
 
-void AppendChart(std::string& out, const std::vector<analysis::LagPoint>& history) {
-  if (history.empty()) {
-    out += kNone;
-    return;
-  }
+// `kafka_side`: false for a job without a group, whose history holds no Kafka-side lag.
+void AppendChart(std::string& out, const std::vector<analysis::LagPoint>& history,
+                 bool kafka_side) {
   std::int64_t max = 0;
   bool any_flink = false;
   for (const analysis::LagPoint& point : history) {
-    max = std::max(max, point.kafka_lag);
+    if (kafka_side) max = std::max(max, point.kafka_lag);
     if (point.flink_lag) {
       any_flink = true;
       max = std::max(max, *point.flink_lag);
     }
+  }
+  if (history.empty() || (!kafka_side && !any_flink)) {
+    out += kNone;
+    return;
   }
   const double first = history.front().time;
   const double span = history.back().time - first;
@@ -256,8 +258,10 @@ void AppendChart(std::string& out, const std::vector<analysis::LagPoint>& histor
   AppendInteger(out, kChartWidth);
   out += ' ';
   AppendInteger(out, kChartHeight);
-  out += "\" role=\"img\"><title>Kafka-side";
-  if (any_flink) out += " and Flink-side";
+  out += "\" role=\"img\"><title>";
+  out += kafka_side && any_flink ? "Kafka-side and Flink-side"
+         : kafka_side            ? "Kafka-side"
+                                 : "Flink-side";
   out += " lag (records) over the last ";
   AppendDuration(out, span);
   out += "</title>";
@@ -265,9 +269,11 @@ void AppendChart(std::string& out, const std::vector<analysis::LagPoint>& histor
   if (any_flink) {
     append_line("flink", [](const analysis::LagPoint& p) { return p.flink_lag; });
   }
-  append_line("kafka", [](const analysis::LagPoint& p) -> std::optional<std::int64_t> {
-    return p.kafka_lag;
-  });
+  if (kafka_side) {
+    append_line("kafka", [](const analysis::LagPoint& p) -> std::optional<std::int64_t> {
+      return p.kafka_lag;
+    });
+  }
   out += "</svg><div class=\"chartcap\">max <span class=\"chart-max\">";
   AppendGrouped(out, max);
   out += "</span> &middot; ";
@@ -359,7 +365,7 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
     out += "<span class=\"sub\">no checkpointing</span>";
   }
   out += "</td><td>";
-  AppendChart(out, finding.history);
+  AppendChart(out, finding.history, !finding.group.empty());
   out += "</td></tr>\n";
 }
 

@@ -145,6 +145,15 @@ TEST_CASE("status page: the chart plots both lags over the pair's history") {
   CHECK(page.find("<polyline class=\"kafka\" points=\"0.0,2.0 160,2.0\"/></svg>") !=
         std::string::npos);
   CHECK(Count(page, "<polyline class=\"flink\"") == 1);
+
+  // A job without a group has no Kafka side to draw.
+  DiagnosisFinding no_group = Pair("", "lonely", Cause::kOffsetsMissing);
+  no_group.history = {{kNow - 10, 0, 40}, {kNow, 0, 20}};
+  const std::string lonely = RenderStatusPage({{}, {}, {no_group}}, KafkaUp(), "1.0", kNow);
+  CHECK(lonely.find("<polyline class=\"kafka\"") == std::string::npos);
+  CHECK(lonely.find("<polyline class=\"flink\" points=\"0.0,2.0 160.0,18.0\"/>") !=
+        std::string::npos);
+  CHECK(lonely.find("<i>no group found</i>") != std::string::npos);
 }
 
 TEST_CASE("status page: empty states say what the page waits for") {
