@@ -573,7 +573,9 @@ struct Analyzer::State {
     if (group != nullptr) {
       for (const auto& [tp, offset] : group->committed) has_offsets |= topics.contains(tp.topic);
     }
-    e.offsets_missing = !has_offsets && job_age >= grace;
+    // With the group there but no partitions reported by the reader yet (right after a start or
+    // restore), nothing says its offsets are missing.
+    e.offsets_missing = job_age >= grace && (group == nullptr || (!topics.empty() && !has_offsets));
 
     if (checkpointing) {
       const auto& latest_ms = flink_job.checkpoints.latest_completed_timestamp_ms;
@@ -603,6 +605,10 @@ struct Analyzer::State {
         job_baseline != nullptr && job.samples.back().completed > job_baseline->completed;
     e.commits_failing = failed > 0 && failed / (failed + succeeded) > 0.5 && checkpoints_completed;
 
+    const GroupHistory* history = nullptr;
+    if (const auto found = cluster.groups.find(group_id); found != cluster.groups.end()) {
+      history = &found->second;
+    }
     // Commits switched off (commit.offsets.on.checkpoint=false): checkpoints complete, yet the
     // job has never attempted a commit. Whatever offsets the group holds are left over from
     // before and go stale, then expire.
@@ -613,14 +619,17 @@ struct Analyzer::State {
         ever_attempted |= series->second.back().succeeded > 0 || series->second.back().failed > 0;
       }
     }
-    if (checkpointing && checkpoints_completed && !ever_attempted && job_age >= grace) {
+    // The counters trail under backpressure (the commit callback runs on the blocked fetcher
+    // thread), so commits the broker shows since the job started count as attempts too.
+    const bool broker_saw_commit = history != nullptr && history->last_commit > started &&
+                                   history->last_commit > history->first_seen;
+    // A job far behind may simply not have got its commit out yet: only a job that keeps up
+    // and still never commits has them switched off.
+    if (checkpointing && checkpoints_completed && !ever_attempted && !broker_saw_commit &&
+        job_age >= grace && flink_lag <= threshold) {
       e.offsets_missing = true;
     }
 
-    const GroupHistory* history = nullptr;
-    if (const auto found = cluster.groups.find(group_id); found != cluster.groups.end()) {
-      history = &found->second;
-    }
     const auto& restored_ms = flink_job.checkpoints.restored_timestamp_ms;
     const std::optional<double> restored =
         restored_ms ? std::optional<double>(static_cast<double>(*restored_ms) / 1000.0)
