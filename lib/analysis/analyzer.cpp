@@ -395,10 +395,32 @@ struct Analyzer::State {
     std::vector<const FlinkSourceJoin*> joins;
   };
 
+  // One cluster's groups by id, built once per judgement so each pair finds its own group in
+  // O(log n) instead of scanning every group (which made a poll quadratic in the groups).
+  struct GroupIndex {
+    std::map<std::string, const kafka::ConsumerGroup*> described;
+    std::map<std::string, const GroupLag*> lags;
+    std::map<std::string, const GroupFindings*> findings;
+
+    GroupIndex(const kafka::KafkaSnapshot& snapshot, const std::vector<GroupLag>& group_lags,
+               const KafkaFindings& kafka_findings) {
+      for (const kafka::ConsumerGroup& group : snapshot.groups) described[group.id] = &group;
+      for (const GroupLag& lag : group_lags) lags[lag.group] = &lag;
+      for (const GroupFindings& group : kafka_findings.groups) findings[group.group] = &group;
+    }
+
+    template <typename Map>
+    static typename Map::mapped_type Find(const Map& map, const std::string& key) {
+      const auto found = map.find(key);
+      return found == map.end() ? nullptr : found->second;
+    }
+  };
+
   std::vector<DiagnosisFinding> Judge(const std::string& cluster_name,
                                       const kafka::KafkaSnapshot& snapshot,
                                       const std::vector<GroupLag>& lags, double now) {
     KafkaClusterState& cluster = kafka[cluster_name];
+    const GroupIndex index(snapshot, lags, cluster.findings);
     // Pairs of this cluster from every Flink cluster that is up.
     std::map<PairKey, PairInputs> pair_inputs;
     for (const auto& [flink_name, state] : flink) {
@@ -427,7 +449,7 @@ struct Analyzer::State {
       const auto job = jobs.find(std::get<2>(key));
       if (job == jobs.end() || job->second.latest == nullptr) continue;
       const PairEvidence evidence =
-          PairEvidenceOf(cluster, snapshot, lags, key, inputs, job->second, jobs_of_group, now);
+          PairEvidenceOf(cluster, snapshot, index, key, inputs, job->second, jobs_of_group, now);
       DiagnosisFinding finding = Decide(key, inputs.job_name, JudgePair(evidence), now);
       const PairState& pair = pairs[key];
       for (const PairSample& sample : pair.samples.samples()) {
@@ -445,26 +467,24 @@ struct Analyzer::State {
           finding.checkpoint_age_seconds = now - static_cast<double>(*latest) / 1000;
         }
       }
-      AddMaxLagSeconds(cluster, finding);
+      AddMaxLagSeconds(index, finding);
       out.push_back(std::move(finding));
       judged.insert(key);
     }
-    std::map<std::string, const GroupLag*> lag_of;
-    for (const GroupLag& lag : lags) lag_of[lag.group] = &lag;
     for (const GroupFindings& group : cluster.findings.groups) {
       if (jobs_of_group.contains(group.group)) continue;
       const PairKey key{cluster_name, group.group, ""};
-      const auto lag = lag_of.find(group.group);
+      const GroupLag* lag = GroupIndex::Find(index.lags, group.group);
       const auto history = cluster.groups.find(group.group);
-      if (lag == lag_of.end() || history == cluster.groups.end()) continue;
+      if (lag == nullptr || history == cluster.groups.end()) continue;
       const GroupEvidence evidence =
-          GroupEvidenceOf(snapshot, *lag->second, group, history->second, pairs[key], now);
+          GroupEvidenceOf(snapshot, *lag, group, history->second, pairs[key], now);
       DiagnosisFinding finding = Decide(key, "", JudgeGroup(evidence), now);
       for (const GroupSample& sample : history->second.samples.samples()) {
         finding.history.push_back({sample.time, sample.lag_sum, std::nullopt});
       }
       finding.kafka_lag = history->second.samples.back().lag_sum;
-      AddMaxLagSeconds(cluster, finding);
+      AddMaxLagSeconds(index, finding);
       out.push_back(std::move(finding));
       judged.insert(key);
     }
@@ -477,9 +497,9 @@ struct Analyzer::State {
     return out;
   }
 
-  static void AddMaxLagSeconds(const KafkaClusterState& cluster, DiagnosisFinding& finding) {
-    for (const GroupFindings& group : cluster.findings.groups) {
-      if (group.group == finding.group) finding.max_lag_seconds = group.max_lag_seconds;
+  static void AddMaxLagSeconds(const GroupIndex& index, DiagnosisFinding& finding) {
+    if (const GroupFindings* group = GroupIndex::Find(index.findings, finding.group)) {
+      finding.max_lag_seconds = group->max_lag_seconds;
     }
   }
 
@@ -500,16 +520,12 @@ struct Analyzer::State {
     return finding;
   }
 
-  bool ExpiringSoon(const KafkaClusterState& cluster, const kafka::KafkaSnapshot& snapshot,
-                    const std::string& group) const {
-    if (!snapshot.offsets_retention_seconds) return false;
-    for (const GroupFindings& findings : cluster.findings.groups) {
-      if (findings.group != group) continue;
-      return findings.offsets_expiry_seconds &&
-             *findings.offsets_expiry_seconds <
-                 config.expiry_warning_ratio * *snapshot.offsets_retention_seconds;
-    }
-    return false;
+  // The one offsets_expiring test, for pairs and Kafka-only groups alike.
+  bool ExpiringSoon(const GroupFindings* findings, const kafka::KafkaSnapshot& snapshot) const {
+    return findings != nullptr && snapshot.offsets_retention_seconds &&
+           findings->offsets_expiry_seconds &&
+           *findings->offsets_expiry_seconds <
+               config.expiry_warning_ratio * *snapshot.offsets_retention_seconds;
   }
 
   // Tracks since when `condition` has held; true once it held for `duration`.
@@ -523,9 +539,8 @@ struct Analyzer::State {
   }
 
   PairEvidence PairEvidenceOf(const KafkaClusterState& cluster,
-                              const kafka::KafkaSnapshot& snapshot,
-                              const std::vector<GroupLag>& lags, const PairKey& key,
-                              const PairInputs& inputs, const JobHistory& job,
+                              const kafka::KafkaSnapshot& snapshot, const GroupIndex& index,
+                              const PairKey& key, const PairInputs& inputs, const JobHistory& job,
                               const std::map<std::string, std::set<std::string>>& jobs_of_group,
                               double now) {
     const std::string& group_id = std::get<1>(key);
@@ -557,18 +572,14 @@ struct Analyzer::State {
       }
     }
     std::int64_t kafka_lag = 0;
-    for (const GroupLag& lag : lags) {
-      if (lag.group != group_id) continue;
-      for (const TopicLag& topic : lag.topics) {
+    if (const GroupLag* lag = GroupIndex::Find(index.lags, group_id)) {
+      for (const TopicLag& topic : lag->topics) {
         if (topics.contains(topic.topic)) kafka_lag += topic.lag_sum;
       }
     }
     pair.samples.Add({now, flink_lag, kafka_lag});
 
-    const kafka::ConsumerGroup* group = nullptr;
-    for (const kafka::ConsumerGroup& candidate : snapshot.groups) {
-      if (candidate.id == group_id) group = &candidate;
-    }
+    const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
     bool has_offsets = false;
     if (group != nullptr) {
       for (const auto& [tp, offset] : group->committed) has_offsets |= topics.contains(tp.topic);
@@ -677,15 +688,12 @@ struct Analyzer::State {
                           pair.samples, [](const PairSample& s) { return s.flink_lag; }, now,
                           window_seconds, std::max(1.0, static_cast<double>(threshold) / 10));
 
-    e.offsets_expiring = group != nullptr && ExpiringSoon(cluster, snapshot, group_id);
-
-    for (const GroupFindings& findings : cluster.findings.groups) {
-      if (findings.group != group_id) continue;
-      e.sawtooth_above_threshold =
-          findings.sawtooth.detected &&
-          findings.sawtooth.amplitude_records.value_or(0) >= static_cast<double>(threshold) &&
-          flink_lag < threshold;
-    }
+    const GroupFindings* findings = GroupIndex::Find(index.findings, group_id);
+    e.offsets_expiring = group != nullptr && ExpiringSoon(findings, snapshot);
+    e.sawtooth_above_threshold =
+        findings != nullptr && findings->sawtooth.detected &&
+        findings->sawtooth.amplitude_records.value_or(0) >= static_cast<double>(threshold) &&
+        flink_lag < threshold;
     return e;
   }
 
@@ -696,9 +704,7 @@ struct Analyzer::State {
     const auto threshold = config.lag_threshold_records;
     GroupEvidence e;
     e.rewinding = !history.regression_times.empty();
-    e.offsets_expiring = snapshot.offsets_retention_seconds && findings.offsets_expiry_seconds &&
-                         *findings.offsets_expiry_seconds <
-                             config.expiry_warning_ratio * *snapshot.offsets_retention_seconds;
+    e.offsets_expiring = ExpiringSoon(&findings, snapshot);
 
     bool uncommitted = false;
     for (const TopicLag& topic : lag.topics) {

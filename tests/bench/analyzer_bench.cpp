@@ -1,0 +1,51 @@
+// How long one Kafka poll's analysis (history, findings, diagnosis) takes for N simple groups
+// with P partitions each on their own topic. Prints the median over 20 polls after 40 warm-up
+// polls (so the series are full). Usage: analyzer_bench [groups] [partitions]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "analysis/analyzer.h"
+
+using namespace lagsight;
+
+int main(int argc, char** argv) {
+  const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
+  const int partitions = argc > 2 ? std::atoi(argv[2]) : 8;
+  analysis::Analyzer analyzer{config::DiagnosisConfig{}};
+  std::vector<double> millis;
+  for (int poll = 0; poll < 60; ++poll) {
+    kafka::KafkaSnapshot snapshot;
+    snapshot.offsets_retention_seconds = 7 * 24 * 3600;
+    for (int g = 0; g < groups; ++g) {
+      const std::string topic = "topic-" + std::to_string(g);
+      snapshot.all_topics.push_back(topic);
+      snapshot.topic_partitions[topic] = partitions;
+      kafka::ConsumerGroup group;
+      group.id = "group-" + std::to_string(g);
+      group.state = "empty";
+      group.kind = kafka::GroupKind::kSimple;
+      group.members = 0;
+      for (int p = 0; p < partitions; ++p) {
+        snapshot.partitions[{topic, p}] = {0, 1000 + 10 * poll};
+        group.committed[{topic, p}] = 1000 + 8 * poll;
+      }
+      snapshot.groups.push_back(std::move(group));
+    }
+    const auto lags = analysis::ComputeGroupLags(snapshot);
+    analysis::SourcesView view;
+    view.kafka["prod"] = {&snapshot, &lags};
+    const auto started = std::chrono::steady_clock::now();
+    const auto findings = analyzer.ObserveKafka("prod", {}, view, 1'000'000.0 + 15 * poll);
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    if (poll >= 40) millis.push_back(std::chrono::duration<double, std::milli>(elapsed).count());
+    if (findings->diagnosis.size() != static_cast<std::size_t>(groups)) return 1;
+  }
+  std::sort(millis.begin(), millis.end());
+  std::printf("groups=%d partitions=%d analysis per poll: median %.1f ms, min %.1f ms\n", groups,
+              partitions, millis[millis.size() / 2], millis.front());
+  return 0;
+}
