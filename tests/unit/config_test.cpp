@@ -7,6 +7,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "error_files.h"
+
+using lagsight::testing::ReadText;
+
 namespace {
 
 using lagsight::config::Config;
@@ -15,13 +19,6 @@ using lagsight::config::ParseConfig;
 namespace fs = std::filesystem;
 
 const fs::path kConfigData = fs::path(LAGSIGHT_TEST_DATA) / "config";
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 EnvLookup FakeEnvironment() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -37,22 +34,7 @@ lagsight::Result<Config> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad config fails with the exact message in its .error file") {
-  int checked = 0;
-  for (const auto& entry : fs::directory_iterator(kConfigData / "bad")) {
-    if (entry.path().extension() != ".yaml") continue;
-    const std::string relative = "bad/" + entry.path().filename().string();
-    INFO(relative);
-    const auto parsed = ParseTestFile(relative);
-    REQUIRE_FALSE(parsed.ok());
-    fs::path expected_path = entry.path();
-    expected_path.replace_extension(".error");
-    REQUIRE(fs::exists(expected_path));
-    std::string expected = ReadText(expected_path);
-    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
-    CHECK(parsed.error().message == expected);
-    ++checked;
-  }
-  CHECK(checked >= 18);
+  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 18);
 }
 
 TEST_CASE("a minimal config gets the documented defaults") {

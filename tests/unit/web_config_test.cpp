@@ -8,7 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "error_files.h"
 #include "http/basic_auth.h"
+
+using lagsight::testing::ReadText;
 
 namespace {
 
@@ -27,13 +30,6 @@ const fs::path kData = fs::path(LAGSIGHT_TEST_DATA) / "web_config";
 const std::string kHashOfUU = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
 const std::string kHashOfUUU = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.VGOzA784oUp/Z0DY336zx7pLYAy0lwK";
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 lagsight::Result<WebConfig> ParseTestFile(const std::string& relative) {
   return ParseWebConfig(ReadText(kData / relative), relative, "/etc/lagsight");
 }
@@ -41,22 +37,7 @@ lagsight::Result<WebConfig> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad web config fails with the exact message in its .error file") {
-  int checked = 0;
-  for (const auto& entry : fs::directory_iterator(kData / "bad")) {
-    if (entry.path().extension() != ".yaml") continue;
-    const std::string relative = "bad/" + entry.path().filename().string();
-    INFO(relative);
-    const auto parsed = ParseTestFile(relative);
-    REQUIRE_FALSE(parsed.ok());
-    fs::path expected_path = entry.path();
-    expected_path.replace_extension(".error");
-    REQUIRE(fs::exists(expected_path));
-    std::string expected = ReadText(expected_path);
-    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
-    CHECK(parsed.error().message == expected);
-    ++checked;
-  }
-  CHECK(checked >= 22);
+  CHECK(lagsight::testing::CheckBadFiles(kData, ParseTestFile) >= 22);
 }
 
 TEST_CASE("a full web config carries every value, relative paths under the file's directory") {
