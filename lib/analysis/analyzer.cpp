@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "analysis/history.h"
+
 namespace lagsight::analysis {
 namespace {
 
@@ -12,6 +14,16 @@ constexpr std::size_t kCommitEventsKept = 16;
 // Checkpointing "disabled" is reported as an interval of Long.MAX_VALUE ms; anything above a
 // year is treated as no interval.
 constexpr double kNoIntervalMs = 365.0 * 24 * 3600 * 1000;
+// Flink's default metrics.fetcher.update-interval, for a JobManager that does not say.
+constexpr double kDefaultMetricsFetchIntervalSeconds = 10;
+// A job that vanished is forgotten (its group judged on its own) this many windows after it
+// became job_gone.
+constexpr double kForgetGoneJobWindows = 3;
+// A partition's position stands still for at least this many metric refreshes before it can be
+// called stuck: Flink serves the same value until its fetcher refreshes.
+constexpr double kStuckFetchIntervals = 3;
+// Slack for reading a restore time against the job's start (clocks, report delays).
+constexpr double kRestoreSlackSeconds = 5;
 
 double Seconds(std::chrono::milliseconds duration) {
   return std::chrono::duration<double>(duration).count();
@@ -23,11 +35,18 @@ struct GroupSample {
   std::int64_t log_end_sum = 0;
 };
 
+// Since when a partition's offset (a group's committed offset, or a job's position) stands.
+struct Standing {
+  std::int64_t offset = 0;
+  double since = 0;
+};
+
 struct GroupHistory {
   ThinningSeries<GroupSample> samples;
   std::vector<CommitEvent> commits;
   std::vector<double> regression_times;  // within the window
   std::map<kafka::TopicPartition, std::int64_t> committed;
+  std::map<kafka::TopicPartition, Standing> committed_standing;
   double first_seen = 0;
   double last_commit = 0;             // last time lagsight saw the offsets change (or first_seen)
   std::optional<double> last_active;  // last time the group had members
@@ -44,32 +63,43 @@ struct KafkaClusterState {
 
 struct JobSample {
   double time = 0;
-  std::int64_t completed = 0;
-  std::int64_t failed = 0;
+  double completed = 0;
+  double failed = 0;
+  double restarts = 0;
 };
 
 struct SourceSample {
   double time = 0;
   double succeeded = 0;
   double failed = 0;
+  bool committed_known = false;  // the reader reported a committedOffset on some partition
 };
 
 struct Association {
   std::string kafka_cluster;
   std::string group;
+  bool configured = false;  // from the config's mapping (forgotten when the mapping goes)
 };
 
 struct JobHistory {
   std::string flink_cluster;
   std::string name;
+  std::string state;
   ThinningSeries<JobSample> samples;
-  std::map<std::string, ThinningSeries<SourceSample>> sources;  // by source name
-  std::map<std::string, Association> associations;              // sticky, by source name
+  std::map<std::string, ThinningSeries<SourceSample>> sources;  // by source label
+  std::map<std::string, Association> associations;              // sticky, by source label
   const flink::FlinkJob* latest = nullptr;  // valid while its Flink snapshot is the current one
+  double running_since = 0;                 // when lagsight last saw it (re)start running
+  std::optional<double> not_running_since;  // present, in a state other than RUNNING
+  std::optional<double> missing_since;      // absent from its cluster's polls
+  std::optional<std::int64_t> num_restarts;
 };
 
 struct FlinkClusterState {
   bool up = false;
+  std::optional<double> down_since;
+  double polled_at = 0;  // when its current snapshot was taken
+  double metrics_fetch_interval = kDefaultMetricsFetchIntervalSeconds;
   FlinkFindings findings;
 };
 
@@ -83,59 +113,34 @@ struct PairSample {
 
 struct PairState {
   ThinningSeries<PairSample> samples;
-  std::optional<Verdict> verdict;
+  Verdict verdict;
+  std::optional<DiagnosisFinding> last;  // held through source blips
   std::optional<double> uncommitted_since;
-  // After a restore: has the Flink lag been above the threshold since, without coming down?
-  // Pending until the reader reports offsets (right after a restore it reports none, so a lag
-  // of 0 then says nothing) or the grace period ends.
-  enum class RestoreLag { kPending, kHigh, kCleared } restore_lag = RestoreLag::kCleared;
-  std::optional<double> restore_seen;  // the restore time restore_lag belongs to
+  std::map<kafka::TopicPartition, Standing> positions;
+  // The job went back behind what its group had committed and has not caught up since.
+  MovedBack moved_back = MovedBack::kNo;
+  double first_seen = 0;
 };
-
-// The sample to measure a change over the window from: the last one at or before the window's
-// start, else the oldest there is.
-template <typename Sample>
-const Sample* WindowBaseline(const ThinningSeries<Sample>& series, double now, double window) {
-  const auto& samples = series.samples();
-  if (samples.empty()) return nullptr;
-  const Sample* baseline = &samples.front();
-  for (const Sample& sample : samples) {
-    if (sample.time > now - window) break;
-    baseline = &sample;
-  }
-  return baseline;
-}
-
-// A value that grew over the window: enough of the window covered, a real rise, and most steps
-// not down (a single burst followed by a fall is not growth).
-template <typename Sample, typename Value>
-bool GrowingOverWindow(const ThinningSeries<Sample>& series, Value value, double now, double window,
-                       double minimum_rise) {
-  const Sample* baseline = WindowBaseline(series, now, window);
-  if (baseline == nullptr) return false;
-  const Sample& latest = series.back();
-  if (latest.time - baseline->time < window / 2) return false;
-  if (static_cast<double>(value(latest)) - static_cast<double>(value(*baseline)) < minimum_rise) {
-    return false;
-  }
-  std::size_t steps = 0;
-  std::size_t not_down = 0;
-  const Sample* previous = nullptr;
-  for (const Sample& sample : series.samples()) {
-    if (sample.time < baseline->time) continue;
-    if (previous != nullptr) {
-      ++steps;
-      if (value(sample) >= value(*previous)) ++not_down;
-    }
-    previous = &sample;
-  }
-  return steps > 0 && 5 * not_down >= 3 * steps;
-}
 
 bool HasRecords(const kafka::KafkaSnapshot& snapshot, const kafka::TopicPartition& tp) {
   const auto found = snapshot.partitions.find(tp);
   if (found == snapshot.partitions.end() || !found->second.log_end) return false;
   return *found->second.log_end > found->second.log_start.value_or(0);
+}
+
+// The median gap between the commits lagsight saw; none with fewer than two.
+std::optional<double> CommitPeriod(const std::vector<CommitEvent>& commits) {
+  if (commits.size() < 2) return std::nullopt;
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < commits.size(); ++i) {
+    gaps.push_back(commits[i].time - commits[i - 1].time);
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+std::string PartitionName(const kafka::TopicPartition& tp) {
+  return tp.topic + "/" + std::to_string(tp.partition);
 }
 
 }  // namespace
@@ -220,6 +225,14 @@ struct Analyzer::State {
           history.commits.erase(history.commits.begin());
       }
       history.committed = group.committed;
+      std::map<kafka::TopicPartition, Standing> standing;
+      for (const auto& [tp, offset] : group.committed) {
+        const auto before = history.committed_standing.find(tp);
+        standing[tp] = before != history.committed_standing.end() && before->second.offset == offset
+                           ? before->second
+                           : Standing{offset, now};
+      }
+      history.committed_standing = std::move(standing);
       if (group.members.value_or(0) > 0) history.last_active = now;
       history.samples.Add(sample);
       std::erase_if(history.regression_times, [&](double time) { return time < now - window(); });
@@ -288,44 +301,117 @@ struct Analyzer::State {
 
   // --- Flink history -------------------------------------------------------------------------
 
+  // Jobs in these states are stopping or handed over: not judged, their verdict held.
+  static bool Stopping(const std::string& state) {
+    return state == "CANCELLING" || state == "SUSPENDED";
+  }
+
   void RecordFlink(const std::string& flink_cluster, const flink::FlinkSnapshot& snapshot,
                    double now) {
+    FlinkClusterState& cluster = flink[flink_cluster];
+    cluster.polled_at = now;
+    if (snapshot.metrics_fetch_interval_ms && *snapshot.metrics_fetch_interval_ms > 0) {
+      cluster.metrics_fetch_interval = *snapshot.metrics_fetch_interval_ms / 1000;
+    }
     std::set<std::string> present;
+    std::set<std::string> running_names;
     for (const flink::FlinkJob& job : snapshot.jobs) {
       present.insert(job.overview.id);
+      const bool fresh = !jobs.contains(job.overview.id);
       JobHistory& history = jobs[job.overview.id];
       history.flink_cluster = flink_cluster;
       history.name = job.overview.name;
+      history.state = job.overview.state;
       history.latest = &job;
-      history.samples.Add({now, job.checkpoints.counts.completed, job.checkpoints.counts.failed});
-      for (const flink::SourceReader& reader : job.sources) {
-        auto& series = history.sources[FlinkSourceName(reader.name)];
+      history.missing_since.reset();
+      const bool running = job.overview.state == "RUNNING";
+      if (running) running_names.insert(job.overview.name);
+      if (fresh) {
+        history.running_since = job.overview.start_time_ms
+                                    ? static_cast<double>(*job.overview.start_time_ms) / 1000
+                                    : now;
+      }
+      if (running && history.not_running_since) {
+        history.running_since = now;
+        history.not_running_since.reset();
+      } else if (!running && !history.not_running_since) {
+        history.not_running_since = now;
+      }
+      if (const auto& restarts = job.overview.num_restarts) {
+        // A restart between two polls (the job was never seen away from RUNNING).
+        if (!fresh && running && history.num_restarts && *restarts > *history.num_restarts) {
+          history.running_since = now;
+        }
+        history.num_restarts = restarts;
+      }
+      history.samples.Add({now, static_cast<double>(job.checkpoints.counts.completed),
+                           static_cast<double>(job.checkpoints.counts.failed),
+                           static_cast<double>(history.num_restarts.value_or(0))});
+      const std::vector<std::string> labels = SourceLabels(job);
+      for (std::size_t i = 0; i < job.sources.size(); ++i) {
+        const flink::SourceReader& reader = job.sources[i];
+        auto& series = history.sources[labels[i]];
         const double succeeded = reader.commits_succeeded.value_or(0);
         if (!series.empty() && succeeded > series.back().succeeded) {
           // A successful commit refreshes the group's offsets at the broker even when they did
           // not move: count it for the expiry clock of the group it is associated with.
-          const auto association = history.associations.find(FlinkSourceName(reader.name));
+          const auto association = history.associations.find(labels[i]);
           if (association != history.associations.end()) {
-            auto cluster = kafka.find(association->second.kafka_cluster);
-            if (cluster != kafka.end()) {
-              auto group = cluster->second.groups.find(association->second.group);
-              if (group != cluster->second.groups.end()) group->second.last_commit = now;
+            auto kafka_cluster = kafka.find(association->second.kafka_cluster);
+            if (kafka_cluster != kafka.end()) {
+              auto group = kafka_cluster->second.groups.find(association->second.group);
+              if (group != kafka_cluster->second.groups.end()) group->second.last_commit = now;
             }
           }
         }
-        series.Add({now, succeeded, reader.commits_failed.value_or(0)});
+        bool committed_known = false;
+        for (const auto& [tp, offsets] : reader.partitions) committed_known |= offsets.committed.has_value();
+        series.Add({now, succeeded, reader.commits_failed.value_or(0), committed_known});
       }
     }
+    // A job absent from this poll is missing, not gone: a blip must not rebuild its state. It is
+    // forgotten once a running job took its name (a redeploy) or long after it became job_gone.
+    const double forget_after = Seconds(config.job_gone_after) + kForgetGoneJobWindows * window();
+    for (auto& [job_id, history] : jobs) {
+      if (history.flink_cluster != flink_cluster || present.contains(job_id)) continue;
+      if (!history.missing_since) history.missing_since = now;
+      history.latest = nullptr;
+    }
     std::erase_if(jobs, [&](const auto& entry) {
-      return entry.second.flink_cluster == flink_cluster && !present.contains(entry.first);
+      const JobHistory& history = entry.second;
+      return history.flink_cluster == flink_cluster && history.missing_since &&
+             (running_names.contains(history.name) || now - *history.missing_since > forget_after);
+    });
+    // A job in CANCELLING next to its running successor of the same name is handed over.
+    std::erase_if(jobs, [&](const auto& entry) {
+      const JobHistory& history = entry.second;
+      return history.flink_cluster == flink_cluster && Stopping(history.state) &&
+             running_names.contains(history.name);
     });
     std::erase_if(associations_by_name, [&](const auto& entry) {
       return std::get<0>(entry.first) == flink_cluster &&
-             entry.second.second < now - std::max(window(), 600.0);
+             entry.second.second < now - std::max(forget_after, 600.0);
     });
   }
 
+  // "checkpoint", "none" or "unknown": see SourceFindings::commit_mode.
+  static std::string CommitMode(const ThinningSeries<SourceSample>& series,
+                                const ThinningSeries<JobSample>& job) {
+    if (series.empty() || job.empty()) return "unknown";
+    const SourceSample& latest = series.back();
+    if (latest.succeeded > 0 || latest.failed > 0 || latest.committed_known) return "checkpoint";
+    // Two checkpoints completed while the source was watched: a source that commits would have
+    // committed (the first commit on a fresh broker can take one checkpoint longer).
+    const double first_seen = series.samples().front().time;
+    double completed_at_first = 0;
+    for (const JobSample& sample : job.samples()) {
+      if (sample.time <= first_seen) completed_at_first = sample.completed;
+    }
+    return job.back().completed - completed_at_first >= 2 ? "none" : "unknown";
+  }
+
   // Joins of one Flink cluster with the Kafka clusters that are up, associations made sticky.
+  // A cluster that is down keeps its last joins, to hold its pairs' verdicts through the blip.
   void Join(const std::string& flink_cluster, const SourcesView& sources, double now) {
     const auto view = sources.flink.find(flink_cluster);
     FlinkClusterState& state = flink[flink_cluster];
@@ -333,10 +419,12 @@ struct Analyzer::State {
       if (history.flink_cluster == flink_cluster) history.latest = nullptr;
     }
     if (view == sources.flink.end() || view->second.snapshot == nullptr) {
+      if (!state.down_since) state.down_since = now;
       state.up = false;
-      state.findings = {};
       return;
     }
+    state.up = true;
+    state.down_since.reset();
     std::map<std::string, const kafka::KafkaSnapshot*> kafka_up;
     for (const auto& [name, kafka_view] : sources.kafka) {
       if (kafka_view.snapshot != nullptr) kafka_up[name] = kafka_view.snapshot;
@@ -349,43 +437,103 @@ struct Analyzer::State {
     }
     FlinkFindings findings;
     findings.joins = JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up);
+    // Which sources of each job commit: a configured mapping pairs only those (when any does).
+    std::map<std::string, std::set<std::string>> committing_sources;  // job id -> labels
+    for (const FlinkSourceJoin& join : findings.joins) {
+      const auto history = jobs.find(join.job_id);
+      if (history == jobs.end()) continue;
+      const auto series = history->second.sources.find(join.source);
+      if (series != history->second.sources.end() &&
+          CommitMode(series->second, history->second.samples) == "checkpoint") {
+        committing_sources[join.job_id].insert(join.source);
+      }
+    }
     for (FlinkSourceJoin& join : findings.joins) {
       auto history = jobs.find(join.job_id);
       if (history == jobs.end()) continue;
-      auto& remembered = history->second.associations;
+      JobHistory& job = history->second;
+      auto& remembered = job.associations;
       const NamedSource named{flink_cluster, join.job_name, join.source};
-      if (!join.group && !remembered.contains(join.source)) {
+      const auto series = job.sources.find(join.source);
+      const std::string mode = series != job.sources.end()
+                                   ? CommitMode(series->second, job.samples)
+                                   : std::string("unknown");
+      if (join.association == "configured" && mode == "none" &&
+          !committing_sources[join.job_id].empty()) {
+        // The mapping names the group of the job's committing sources; this one commits to none
+        // (no group.id), so pairing it would report the group's partitions as its own.
+        join.group.reset();
+        join.association.clear();
+        remembered.erase(join.source);
+      }
+      if (!join.group) {
+        if (const auto known = remembered.find(join.source);
+            known != remembered.end() && known->second.configured) {
+          remembered.erase(known);  // its mapping is gone from the config
+        }
+      }
+      if (!join.group && !remembered.contains(join.source) && join.candidate_groups.empty()) {
         // A job restarted under the same name (e.g. from a savepoint) commits to the same group;
         // its committedOffset is unset until its first commit, so matching cannot find it yet.
         if (const auto by_name = associations_by_name.find(named);
-            by_name != associations_by_name.end()) {
+            by_name != associations_by_name.end() && !by_name->second.first.configured) {
           remembered[join.source] = by_name->second.first;
         }
       }
       if (join.group) {
-        remembered[join.source] = {join.kafka_cluster, *join.group};
+        remembered[join.source] = {join.kafka_cluster, *join.group,
+                                   join.association == "configured"};
         associations_by_name[named] = {remembered[join.source], now};
       } else if (const auto known = remembered.find(join.source); known != remembered.end()) {
         associations_by_name[named] = {known->second, now};
         // The job's committed offsets matched this group before; a poll that straddles a
-        // commit, or commits that fail, must not make the job lose its group.
+        // commit, commits that fail, or a quiet topic where another group holds the same offsets
+        // must not make the job lose its group: it sticks until another group matches alone.
         join.group = known->second.group;
         join.kafka_cluster = known->second.kafka_cluster;
         join.association = "matched";
+        join.candidate_groups.clear();
       }
-      SourceFindings source{join.job_id, join.job_name, join.source, {}};
-      if (const auto series = history->second.sources.find(join.source);
-          series != history->second.sources.end() && !series->second.empty()) {
-        const SourceSample* baseline = WindowBaseline(series->second, now, window());
-        const SourceSample& latest = series->second.back();
-        const double failed = latest.failed - baseline->failed;
-        const double succeeded = latest.succeeded - baseline->succeeded;
+      AlignFlinkLag(join, state, sources);
+      SourceFindings source{join.job_id, join.job_name, join.source, {}, mode};
+      if (series != job.sources.end() && !series->second.empty()) {
+        const double failed = IncreaseOverWindow(
+            series->second, [](const SourceSample& s) { return s.failed; }, now, window());
+        const double succeeded = IncreaseOverWindow(
+            series->second, [](const SourceSample& s) { return s.succeeded; }, now, window());
         if (failed + succeeded > 0) source.commit_failure_ratio = failed / (failed + succeeded);
       }
       findings.sources.push_back(std::move(source));
     }
-    state.up = true;
     state.findings = std::move(findings);
+  }
+
+  // The Flink-side lag against the log end as it was when the job's offsets were read: Flink
+  // serves metric values up to `metrics.fetcher.update-interval` old, and its poll is older than
+  // the Kafka poll. Against that time's log end the lag is a lower bound that is never inflated by
+  // the age of the position (against the latest log end, a healthy job at 150 records/s showed
+  // more lag than its own committed offsets).
+  void AlignFlinkLag(FlinkSourceJoin& join, const FlinkClusterState& state,
+                     const SourcesView& sources) const {
+    const auto cluster = kafka.find(join.kafka_cluster);
+    if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
+    const double taken = state.polled_at - state.metrics_fetch_interval;
+    std::map<std::string, FlinkTopicJoin> topics;
+    for (FlinkPartitionJoin& partition : join.partitions) {
+      FlinkTopicJoin& topic = topics[partition.topic];
+      topic.topic = partition.topic;
+      topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
+      const auto history = cluster->second.log_ends.find({partition.topic, partition.partition});
+      if (partition.current && history != cluster->second.log_ends.end()) {
+        if (const auto log_end = LogEndAt(history->second, taken)) {
+          partition.flink_lag = std::max<std::int64_t>(
+              0, static_cast<std::int64_t>(std::floor(*log_end)) - (*partition.current + 1));
+        }
+      }
+      topic.flink_lag_sum += partition.flink_lag.value_or(0);
+    }
+    join.topics.clear();
+    for (auto& [name, topic] : topics) join.topics.push_back(std::move(topic));
   }
 
   // --- Diagnosis -----------------------------------------------------------------------------
@@ -416,24 +564,36 @@ struct Analyzer::State {
     }
   };
 
+  // Partitions each job reads, per group: who else writes the same partitions of a group.
+  using Readers = std::map<std::string, std::map<std::string, std::set<kafka::TopicPartition>>>;
+
   std::vector<DiagnosisFinding> Judge(const std::string& cluster_name,
                                       const kafka::KafkaSnapshot& snapshot,
                                       const std::vector<GroupLag>& lags, double now) {
     KafkaClusterState& cluster = kafka[cluster_name];
     const GroupIndex index(snapshot, lags, cluster.findings);
-    // Pairs of this cluster from every Flink cluster that is up.
+    // Pairs of this cluster from the joins of every Flink cluster that is up.
     std::map<PairKey, PairInputs> pair_inputs;
+    std::set<std::string> jobs_with_inputs;
+    Readers readers;
     for (const auto& [flink_name, state] : flink) {
       if (!state.up) continue;
       for (const FlinkSourceJoin& join : state.findings.joins) {
         if (join.kafka_cluster != cluster_name) continue;
+        const auto job = jobs.find(join.job_id);
+        if (job == jobs.end() || job->second.latest == nullptr) continue;
         PairInputs& inputs = pair_inputs[{cluster_name, join.group.value_or(""), join.job_id}];
         inputs.job_name = join.job_name;
         inputs.joins.push_back(&join);
+        jobs_with_inputs.insert(join.job_id);
+        if (join.group) {
+          auto& read = readers[*join.group][join.job_id];
+          for (const FlinkPartitionJoin& p : join.partitions) read.insert({p.topic, p.partition});
+        }
       }
     }
-    // Groups some job commits to, including jobs of Flink clusters that are down right now:
-    // those groups are not judged as Kafka-only while their job cannot be seen.
+    // Groups some job commits to, including jobs that are missing or whose Flink cluster is
+    // down right now: those groups are not judged as Kafka-only while their job cannot be seen.
     std::map<std::string, std::set<std::string>> jobs_of_group;
     for (const auto& [job_id, history] : jobs) {
       for (const auto& [source, association] : history.associations) {
@@ -444,32 +604,71 @@ struct Analyzer::State {
     }
 
     std::vector<DiagnosisFinding> out;
-    std::set<PairKey> judged;
+    std::set<PairKey> kept;
+    auto emit = [&](const PairKey& key, std::optional<DiagnosisFinding> finding) {
+      kept.insert(key);
+      if (finding) out.push_back(std::move(*finding));
+    };
     for (const auto& [key, inputs] : pair_inputs) {
-      const auto job = jobs.find(std::get<2>(key));
-      if (job == jobs.end() || job->second.latest == nullptr) continue;
-      const PairEvidence evidence =
-          PairEvidenceOf(cluster, snapshot, index, key, inputs, job->second, jobs_of_group, now);
-      DiagnosisFinding finding = Decide(key, inputs.job_name, JudgePair(evidence), now);
-      const PairState& pair = pairs[key];
-      for (const PairSample& sample : pair.samples.samples()) {
-        finding.history.push_back({sample.time, sample.kafka_lag, sample.flink_lag});
-      }
-      if (!pair.samples.empty()) {
-        finding.flink_lag = pair.samples.back().flink_lag;
-        if (!std::get<1>(key).empty()) finding.kafka_lag = pair.samples.back().kafka_lag;
-      }
-      const flink::FlinkJob& flink_job = *job->second.latest;
-      const auto& interval_ms = flink_job.checkpoint_config.interval_ms;
-      if (flink_job.checkpoints.enabled && interval_ms && *interval_ms < kNoIntervalMs) {
-        finding.checkpoint_interval_seconds = *interval_ms / 1000;
-        if (const auto& latest = flink_job.checkpoints.latest_completed_timestamp_ms) {
-          finding.checkpoint_age_seconds = now - static_cast<double>(*latest) / 1000;
+      const JobHistory& job = jobs.at(std::get<2>(key));
+      PairState& pair = Pair(key, now);
+      std::vector<kafka::TopicPartition> stuck;
+      const PairFacts facts = RunningPairFacts(cluster, snapshot, index, key, inputs, job, readers,
+                                               pair, now, stuck);
+      emit(key, Decide(key, inputs.job_name, PairEvidenceFrom(facts, config), PairPrecedence(),
+                       now, PairHistory(pair), facts, index, job, std::move(stuck)));
+    }
+    // Jobs without joins here: not running, missing, stopping, or their Flink cluster is down.
+    for (auto& [job_id, job] : jobs) {
+      if (jobs_with_inputs.contains(job_id)) continue;
+      std::set<PairKey> keys;
+      for (const auto& [source, association] : job.associations) {
+        if (association.kafka_cluster == cluster_name) {
+          keys.insert({cluster_name, association.group, job_id});
         }
       }
-      AddMaxLagSeconds(index, finding);
-      out.push_back(std::move(finding));
-      judged.insert(key);
+      for (const auto& [key, state] : pairs) {
+        if (std::get<0>(key) == cluster_name && std::get<2>(key) == job_id) keys.insert(key);
+      }
+      const FlinkClusterState& flink_state = flink[job.flink_cluster];
+      for (const PairKey& key : keys) {
+        PairState& pair = Pair(key, now);
+        const double hold_for = Seconds(config.job_gone_after);
+        if (!flink_state.up) {
+          // No news of the job: hold what was known through the blip, then say nothing.
+          const bool blip = flink_state.down_since && now - *flink_state.down_since < hold_for;
+          emit(key, blip ? pair.last : std::nullopt);
+          continue;
+        }
+        if (Stopping(job.state) || (job.missing_since && now - *job.missing_since < hold_for)) {
+          emit(key, pair.last);
+          continue;
+        }
+        PairFacts facts;
+        facts.cluster_mismatch = cluster.findings.cluster_mismatch;
+        facts.restarts_in_window = IncreaseOverWindow(
+            job.samples, [](const JobSample& s) { return s.restarts; }, now, window());
+        if (job.missing_since) {
+          facts.lifecycle = JobLifecycle::kGone;
+          facts.not_running_seconds = now - *job.missing_since;
+          if (const auto history = cluster.groups.find(std::get<1>(key));
+              history != cluster.groups.end()) {
+            facts.kafka_lag = static_cast<double>(history->second.samples.back().lag_sum);
+            facts.group_lag_growing =
+                TrendOverWindow(
+                    history->second.samples, [](const GroupSample& s) { return s.lag_sum; }, now,
+                    window(), MinimumChange()) == Trend::kGrowing;
+          }
+        } else if (Restarting(job)) {
+          facts.lifecycle = JobLifecycle::kNotRunning;
+          facts.not_running_seconds = now - job.not_running_since.value_or(now);
+        } else {
+          emit(key, pair.last);  // starting for the first time: nothing to judge yet
+          continue;
+        }
+        emit(key, Decide(key, job.name, PairEvidenceFrom(facts, config), PairPrecedence(), now,
+                         PairHistory(pair), facts, index, job));
+      }
     }
     for (const GroupFindings& group : cluster.findings.groups) {
       if (jobs_of_group.contains(group.group)) continue;
@@ -477,24 +676,54 @@ struct Analyzer::State {
       const GroupLag* lag = GroupIndex::Find(index.lags, group.group);
       const auto history = cluster.groups.find(group.group);
       if (lag == nullptr || history == cluster.groups.end()) continue;
-      const GroupEvidence evidence =
-          GroupEvidenceOf(snapshot, *lag, group, history->second, pairs[key], now);
-      DiagnosisFinding finding = Decide(key, "", JudgeGroup(evidence), now);
+      PairState& pair = Pair(key, now);
+      const GroupFactsWithStuck facts = GroupFactsOf(cluster, snapshot, *lag, group, history->second, pair,
+                                            now);
+      std::vector<LagPoint> points;
       for (const GroupSample& sample : history->second.samples.samples()) {
-        finding.history.push_back({sample.time, sample.lag_sum, std::nullopt});
+        points.push_back({sample.time, sample.lag_sum, std::nullopt});
       }
-      finding.kafka_lag = history->second.samples.back().lag_sum;
-      AddMaxLagSeconds(index, finding);
-      out.push_back(std::move(finding));
-      judged.insert(key);
+      std::optional<DiagnosisFinding> finding =
+          Conclude(key, "", GroupEvidenceFrom(facts, config), GroupPrecedence(), now,
+                   std::move(points), facts.stuck);
+      if (finding) {
+        finding->kafka_lag = history->second.samples.back().lag_sum;
+        AddMaxLagSeconds(index, *finding);
+        pair.last = finding;
+      }
+      emit(key, std::move(finding));
     }
     std::erase_if(pairs, [&](const auto& entry) {
-      return std::get<0>(entry.first) == cluster_name && !judged.contains(entry.first);
+      return std::get<0>(entry.first) == cluster_name && !kept.contains(entry.first);
     });
     std::sort(out.begin(), out.end(), [](const DiagnosisFinding& a, const DiagnosisFinding& b) {
       return std::tie(a.group, a.job_id) < std::tie(b.group, b.job_id);
     });
     return out;
+  }
+
+  PairState& Pair(const PairKey& key, double now) {
+    auto [found, inserted] = pairs.try_emplace(key);
+    if (inserted) found->second.first_seen = now;
+    return found->second;
+  }
+
+  double MinimumChange() const {
+    return std::max(1.0, static_cast<double>(config.lag_threshold_records) / 10);
+  }
+
+  static bool Restarting(const JobHistory& job) {
+    if (!job.not_running_since) return false;
+    // CREATED / INITIALIZING of a job never seen running is a start, not a restart.
+    return job.state == "RESTARTING" || job.state == "FAILING" || job.num_restarts.value_or(0) > 0;
+  }
+
+  static std::vector<LagPoint> PairHistory(const PairState& pair) {
+    std::vector<LagPoint> points;
+    for (const PairSample& sample : pair.samples.samples()) {
+      points.push_back({sample.time, sample.kafka_lag, sample.flink_lag});
+    }
+    return points;
   }
 
   static void AddMaxLagSeconds(const GroupIndex& index, DiagnosisFinding& finding) {
@@ -503,20 +732,61 @@ struct Analyzer::State {
     }
   }
 
-  DiagnosisFinding Decide(const PairKey& key, const std::string& job_name, Cause raw, double now) {
+  // Hysteresis over the raw winner; the finding once a cause is active.
+  std::optional<DiagnosisFinding> Conclude(const PairKey& key, const std::string& job_name,
+                                           const Evidence& evidence,
+                                           const std::vector<Cause>& precedence, double now,
+                                           std::vector<LagPoint> history,
+                                           std::vector<kafka::TopicPartition> stuck) {
     PairState& pair = pairs[key];
-    if (!pair.verdict) {
-      pair.verdict.emplace(raw, now);
-    } else {
-      pair.verdict->Update(raw, now, config.confirm_polls);
-    }
+    pair.verdict.Update(Winner(evidence, precedence), now, config.confirm_polls);
+    if (!pair.verdict.active()) return std::nullopt;
     DiagnosisFinding finding;
     finding.kafka_cluster = std::get<0>(key);
     finding.group = std::get<1>(key);
     finding.job_id = std::get<2>(key);
     finding.job_name = job_name;
-    finding.cause = pair.verdict->active();
-    finding.since = pair.verdict->since();
+    finding.cause = *pair.verdict.active();
+    finding.since = pair.verdict.since();
+    finding.evidence = evidence.Causes();
+    if (evidence.Has(Cause::kPartitionStuck)) finding.stuck_partitions = std::move(stuck);
+    finding.history = std::move(history);
+    return finding;
+  }
+
+  std::optional<DiagnosisFinding> Decide(const PairKey& key, const std::string& job_name,
+                                         const Evidence& evidence,
+                                         const std::vector<Cause>& precedence, double now,
+                                         std::vector<LagPoint> history, const PairFacts& facts,
+                                         const GroupIndex& index, const JobHistory& job,
+                                         std::vector<kafka::TopicPartition> stuck = {}) {
+    PairState& pair = pairs[key];
+    std::optional<DiagnosisFinding> finding =
+        Conclude(key, job_name, evidence, precedence, now, std::move(history), std::move(stuck));
+    if (!finding) {
+      pair.last.reset();
+      return finding;
+    }
+    if (facts.lifecycle == JobLifecycle::kRunning) {
+      if (!pair.samples.empty()) {
+        finding->flink_lag = pair.samples.back().flink_lag;
+        if (!std::get<1>(key).empty()) finding->kafka_lag = pair.samples.back().kafka_lag;
+      }
+    } else if (!std::get<1>(key).empty() && facts.lifecycle == JobLifecycle::kGone) {
+      finding->kafka_lag = static_cast<std::int64_t>(facts.kafka_lag);
+    }
+    if (job.latest != nullptr) {
+      const flink::FlinkJob& flink_job = *job.latest;
+      const auto& interval_ms = flink_job.checkpoint_config.interval_ms;
+      if (flink_job.checkpoints.enabled && interval_ms && *interval_ms < kNoIntervalMs) {
+        finding->checkpoint_interval_seconds = *interval_ms / 1000;
+        if (const auto& latest = flink_job.checkpoints.latest_completed_timestamp_ms) {
+          finding->checkpoint_age_seconds = now - static_cast<double>(*latest) / 1000;
+        }
+      }
+    }
+    AddMaxLagSeconds(index, *finding);
+    pair.last = finding;
     return finding;
   }
 
@@ -538,37 +808,89 @@ struct Analyzer::State {
     return now - *since >= duration;
   }
 
-  PairEvidence PairEvidenceOf(const KafkaClusterState& cluster,
-                              const kafka::KafkaSnapshot& snapshot, const GroupIndex& index,
-                              const PairKey& key, const PairInputs& inputs, const JobHistory& job,
-                              const std::map<std::string, std::set<std::string>>& jobs_of_group,
-                              double now) {
+  // Records/s arriving on `partitions`, none while no partition's history is long enough.
+  std::optional<double> InputRateOf(const KafkaClusterState& cluster,
+                                    const std::set<kafka::TopicPartition>& partitions,
+                                    double now) const {
+    std::optional<double> total;
+    for (const kafka::TopicPartition& tp : partitions) {
+      const auto history = cluster.log_ends.find(tp);
+      if (history == cluster.log_ends.end()) continue;
+      if (const auto rate = InputRate(history->second, now, window(), window() / 4)) {
+        total = total.value_or(0) + *rate;
+      }
+    }
+    return total;
+  }
+
+  // Updates since when each offset stands; returns the partitions that stood for `after`
+  // seconds while records waited on them (`waiting`) and some other partition moved meanwhile.
+  static std::vector<kafka::TopicPartition> StuckPartitions(
+      std::map<kafka::TopicPartition, Standing>& standing,
+      const std::map<kafka::TopicPartition, std::int64_t>& offsets,
+      const std::set<kafka::TopicPartition>& waiting, double now, double after) {
+    std::map<kafka::TopicPartition, Standing> next;
+    bool another_moved = false;
+    for (const auto& [tp, offset] : offsets) {
+      const auto before = standing.find(tp);
+      const Standing kept = before != standing.end() && before->second.offset == offset
+                                ? before->second
+                                : Standing{offset, now};
+      next[tp] = kept;
+    }
+    standing = std::move(next);
+    std::vector<kafka::TopicPartition> stuck;
+    for (const auto& [tp, stand] : standing) {
+      if (now - stand.since < after) another_moved = true;
+    }
+    if (!another_moved) return stuck;  // nothing moves: the whole job or group is the problem
+    for (const auto& [tp, stand] : standing) {
+      if (now - stand.since >= after && waiting.contains(tp)) stuck.push_back(tp);
+    }
+    return stuck;
+  }
+
+  PairFacts RunningPairFacts(const KafkaClusterState& cluster,
+                             const kafka::KafkaSnapshot& snapshot, const GroupIndex& index,
+                             const PairKey& key, const PairInputs& inputs, const JobHistory& job,
+                             const Readers& readers, PairState& pair, double now,
+                             std::vector<kafka::TopicPartition>& stuck) {
     const std::string& group_id = std::get<1>(key);
-    PairState& pair = pairs[key];
     const flink::FlinkJob& flink_job = *job.latest;
+    const FlinkClusterState& flink_state = flink[job.flink_cluster];
     const double window_seconds = window();
-    const auto threshold = config.lag_threshold_records;
-    PairEvidence e;
-    e.cluster_mismatch = cluster.findings.cluster_mismatch;
+    PairFacts f;
+    f.cluster_mismatch = cluster.findings.cluster_mismatch;
+    f.restarts_in_window = IncreaseOverWindow(
+        job.samples, [](const JobSample& s) { return s.restarts; }, now, window_seconds);
 
     const flink::CheckpointConfig& checkpoint_config = flink_job.checkpoint_config;
-    const bool checkpointing = checkpoint_config.enabled && flink_job.checkpoints.enabled &&
-                               checkpoint_config.interval_ms &&
-                               *checkpoint_config.interval_ms < kNoIntervalMs;
-    const double interval = checkpointing ? *checkpoint_config.interval_ms / 1000.0 : 0;
-    const double started = flink_job.overview.start_time_ms
-                               ? static_cast<double>(*flink_job.overview.start_time_ms) / 1000.0
-                               : (job.samples.empty() ? now : job.samples.samples().front().time);
-    const double job_age = now - started;
-    const double grace = std::max(2 * interval, window_seconds / 2);
+    f.checkpointing = checkpoint_config.enabled && flink_job.checkpoints.enabled &&
+                      checkpoint_config.interval_ms &&
+                      *checkpoint_config.interval_ms < kNoIntervalMs;
+    const double interval = f.checkpointing ? *checkpoint_config.interval_ms / 1000.0 : 0;
+    // With min-pause the next checkpoint starts that long after the last one ended.
+    f.expected_checkpoint_gap_seconds =
+        std::max(interval, checkpoint_config.min_pause_ms.value_or(0) / 1000.0 +
+                               flink_job.checkpoints.latest_duration_ms.value_or(0) / 1000.0);
+    f.job_age_seconds = now - job.running_since;
+    f.grace_seconds = std::max(2 * f.expected_checkpoint_gap_seconds, window_seconds / 2);
 
-    // Flink-side lag of the pair, and the pair's topics.
-    std::int64_t flink_lag = 0;
+    // The pair's partitions, the Flink-side lag over them and since when each position stands.
     std::set<std::string> topics;
+    std::set<kafka::TopicPartition> partitions;
+    std::set<kafka::TopicPartition> waiting;
+    std::map<kafka::TopicPartition, std::int64_t> positions;
+    std::int64_t flink_lag = 0;
     for (const FlinkSourceJoin* join : inputs.joins) {
       for (const FlinkTopicJoin& topic : join->topics) {
         flink_lag += topic.flink_lag_sum;
         topics.insert(topic.topic);
+      }
+      for (const FlinkPartitionJoin& p : join->partitions) {
+        partitions.insert({p.topic, p.partition});
+        if (p.current) positions[{p.topic, p.partition}] = *p.current + 1;
+        if (p.flink_lag.value_or(0) > 0) waiting.insert({p.topic, p.partition});
       }
     }
     std::int64_t kafka_lag = 0;
@@ -578,100 +900,116 @@ struct Analyzer::State {
       }
     }
     pair.samples.Add({now, flink_lag, kafka_lag});
-
-    const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
-    bool has_offsets = false;
-    if (group != nullptr) {
-      for (const auto& [tp, offset] : group->committed) has_offsets |= topics.contains(tp.topic);
+    f.flink_lag = static_cast<double>(flink_lag);
+    f.kafka_lag = static_cast<double>(kafka_lag);
+    f.input_rate = InputRateOf(cluster, partitions, now);
+    f.flink_lag_trend = TrendOverWindow(
+        pair.samples, [](const PairSample& s) { return s.flink_lag; }, now, window_seconds,
+        MinimumChange());
+    const double stuck_after =
+        std::max(window_seconds / 2, kStuckFetchIntervals * flink_state.metrics_fetch_interval);
+    stuck = StuckPartitions(pair.positions, positions, waiting, now, stuck_after);
+    for (const kafka::TopicPartition& tp : stuck) {
+      f.stuck_partitions.push_back(PartitionName(tp));
     }
-    // With the group there but no partitions reported by the reader yet (right after a start or
-    // restore), nothing says its offsets are missing.
-    e.offsets_missing = job_age >= grace && (group == nullptr || (!topics.empty() && !has_offsets));
 
-    if (checkpointing) {
+    if (f.checkpointing) {
       const auto& latest_ms = flink_job.checkpoints.latest_completed_timestamp_ms;
-      const double age = latest_ms ? now - static_cast<double>(*latest_ms) / 1000.0 : job_age;
-      const JobSample* baseline = WindowBaseline(job.samples, now, window_seconds);
-      const bool failures = baseline != nullptr && job.samples.back().failed > baseline->failed;
-      // Slack for the Flink poll that reports a checkpoint late.
-      const double slack = 5;
-      // A checkpoint still under way without failures is slow, not failing: under backpressure
-      // barriers queue behind buffered records, and that is the backlog's doing (really_behind).
-      const bool slow_not_failing = !failures && flink_job.checkpoints.counts.in_progress > 0;
-      e.checkpoints_failing = (age > 3 * interval + slack && !slow_not_failing) ||
-                              (failures && age > 2 * interval + slack);
+      // Since the latest completed checkpoint, but never before the job last (re)started: a
+      // failover that recovers slowly has had no chance to checkpoint yet.
+      const double latest = latest_ms ? static_cast<double>(*latest_ms) / 1000.0 : 0;
+      f.checkpoint_age_seconds = now - std::max(latest, job.running_since);
+      f.checkpoint_failures_in_window =
+          IncreaseOverWindow(job.samples, [](const JobSample& s) { return s.failed; }, now,
+                             window_seconds) > 0;
+      f.checkpoint_in_progress = flink_job.checkpoints.counts.in_progress > 0;
     }
-
-    double failed = 0;
-    double succeeded = 0;
-    for (const FlinkSourceJoin* join : inputs.joins) {
-      const auto series = job.sources.find(join->source);
-      if (series == job.sources.end() || series->second.empty()) continue;
-      const SourceSample* baseline = WindowBaseline(series->second, now, window_seconds);
-      failed += series->second.back().failed - baseline->failed;
-      succeeded += series->second.back().succeeded - baseline->succeeded;
-    }
-    const JobSample* job_baseline = WindowBaseline(job.samples, now, window_seconds);
-    const bool checkpoints_completed =
-        job_baseline != nullptr && job.samples.back().completed > job_baseline->completed;
-    e.commits_failing = failed > 0 && failed / (failed + succeeded) > 0.5 && checkpoints_completed;
+    f.checkpoints_completed_in_window =
+        IncreaseOverWindow(job.samples, [](const JobSample& s) { return s.completed; }, now,
+                           window_seconds) > 0;
 
     const GroupHistory* history = nullptr;
     if (const auto found = cluster.groups.find(group_id); found != cluster.groups.end()) {
       history = &found->second;
     }
-    // Commits switched off (commit.offsets.on.checkpoint=false): checkpoints complete, yet the
-    // job has never attempted a commit. Whatever offsets the group holds are left over from
-    // before and go stale, then expire.
-    bool ever_attempted = false;
-    for (const FlinkSourceJoin* join : inputs.joins) {
-      const auto series = job.sources.find(join->source);
-      if (series != job.sources.end() && !series->second.empty()) {
-        ever_attempted |= series->second.back().succeeded > 0 || series->second.back().failed > 0;
-      }
-    }
     // The counters trail under backpressure (the commit callback runs on the blocked fetcher
     // thread), so commits the broker shows since the job started count as attempts too.
-    const bool broker_saw_commit = history != nullptr && history->last_commit > started &&
+    const bool broker_saw_commit = history != nullptr && history->last_commit > job.running_since &&
                                    history->last_commit > history->first_seen;
+    bool all_commit_nothing = !inputs.joins.empty();
+    for (const FlinkSourceJoin* join : inputs.joins) {
+      const auto series = job.sources.find(join->source);
+      if (series == job.sources.end() || series->second.empty()) {
+        all_commit_nothing = false;
+        continue;
+      }
+      f.commits_failed_in_window += IncreaseOverWindow(
+          series->second, [](const SourceSample& s) { return s.failed; }, now, window_seconds);
+      f.commits_succeeded_in_window += IncreaseOverWindow(
+          series->second, [](const SourceSample& s) { return s.succeeded; }, now,
+          window_seconds);
+      all_commit_nothing &= CommitMode(series->second, job.samples) == "none";
+      f.group_expected |= join->association == "configured";
+      f.group_candidates |= !join->candidate_groups.empty();
+    }
     // A job far behind may simply not have got its commit out yet: only a job that keeps up
-    // and still never commits has them switched off.
-    if (checkpointing && checkpoints_completed && !ever_attempted && !broker_saw_commit &&
-        job_age >= grace && flink_lag <= threshold) {
-      e.offsets_missing = true;
-    }
+    // and still never commits commits nothing.
+    f.commits_nothing = f.checkpointing && all_commit_nothing && !broker_saw_commit &&
+                        !LagMatters(f.flink_lag, f.input_rate, config);
 
-    const auto& restored_ms = flink_job.checkpoints.restored_timestamp_ms;
-    const std::optional<double> restored =
-        restored_ms ? std::optional<double>(static_cast<double>(*restored_ms) / 1000.0)
-                    : std::nullopt;
-    using RestoreLag = PairState::RestoreLag;
-    if (restored != pair.restore_seen) {
-      pair.restore_seen = restored;
-      pair.restore_lag = restored ? RestoreLag::kPending : RestoreLag::kCleared;
+    const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
+    f.group_known = !group_id.empty();
+    if (group != nullptr) {
+      for (const auto& [tp, offset] : group->committed) f.group_has_offsets |= topics.contains(tp.topic);
     }
-    if (flink_lag > threshold && pair.restore_lag == RestoreLag::kPending) {
-      pair.restore_lag = RestoreLag::kHigh;
-    } else if (flink_lag <= threshold && pair.restore_lag == RestoreLag::kHigh) {
-      pair.restore_lag = RestoreLag::kCleared;
-    } else if (pair.restore_lag == RestoreLag::kPending && restored && now - *restored > grace) {
-      pair.restore_lag = RestoreLag::kCleared;
-    }
-    bool regressed_after_restore = false;
-    const bool regressed_in_window = history != nullptr && !history->regression_times.empty();
-    if (restored && history != nullptr) {
-      for (double time : history->regression_times) regressed_after_restore |= time >= *restored;
-    }
-    e.restored_behind =
-        restored && (regressed_after_restore || pair.restore_lag == RestoreLag::kHigh);
+    // With the group there but no partitions reported by the reader yet (right after a start or
+    // restore), nothing says its offsets are missing.
+    if (f.group_known && group != nullptr && topics.empty()) f.group_has_offsets = true;
 
-    const auto sharing = jobs_of_group.find(group_id);
-    e.shared_group =
-        !group_id.empty() && ((sharing != jobs_of_group.end() && sharing->second.size() > 1) ||
-                              (regressed_in_window && !regressed_after_restore));
+    // Did the job go back behind what its group had committed? Its position below the group's
+    // committed offsets by more than the age of the position explains, or the group's offsets
+    // going back since the job (re)started (its first commit from the older position).
+    const bool lag_matters = LagMatters(f.flink_lag, f.input_rate, config);
+    if (!lag_matters) {
+      pair.moved_back = MovedBack::kNo;  // caught up
+    } else if (pair.moved_back == MovedBack::kNo && history != nullptr) {
+      double deficit = 0;
+      for (const auto& [tp, position] : positions) {
+        const auto committed = history->committed.find(tp);
+        if (committed != history->committed.end() && committed->second > position) {
+          deficit += static_cast<double>(committed->second - position);
+        }
+      }
+      const double position_age = now - flink_state.polled_at + flink_state.metrics_fetch_interval;
+      const double explained = f.input_rate.value_or(0) * position_age;
+      bool regressed_since_start = false;
+      for (double time : history->regression_times) {
+        // Before the start too, for a young job: an offset reset while it was stopped.
+        regressed_since_start |= time >= job.running_since || f.job_age_seconds < window_seconds;
+      }
+      if (LagMatters(deficit - explained, f.input_rate, config) || regressed_since_start) {
+        const auto& restored_ms = flink_job.checkpoints.restored_timestamp_ms;
+        const bool restored =
+            restored_ms && static_cast<double>(*restored_ms) / 1000.0 >=
+                               job.running_since - kRestoreSlackSeconds;
+        pair.moved_back = restored ? MovedBack::kRestore : MovedBack::kReplay;
+      }
+    }
+    f.moved_back = pair.moved_back;
+    f.regressions_in_window =
+        history != nullptr ? static_cast<int>(history->regression_times.size()) : 0;
+    if (const auto others = readers.find(group_id); others != readers.end()) {
+      const auto& mine = others->second.find(std::get<2>(key));
+      for (const auto& [other_job, read] : others->second) {
+        if (other_job == std::get<2>(key) || mine == others->second.end()) continue;
+        for (const kafka::TopicPartition& tp : read) {
+          f.other_job_on_same_partitions |= mine->second.contains(tp);
+        }
+      }
+    }
 
     bool uncommitted = false;
-    if (group != nullptr && has_offsets) {
+    if (group != nullptr && f.group_has_offsets) {
       for (const std::string& topic : topics) {
         const auto count = snapshot.topic_partitions.find(topic);
         if (count == snapshot.topic_partitions.end()) continue;
@@ -681,56 +1019,62 @@ struct Analyzer::State {
         }
       }
     }
-    e.partitions_uncommitted = HeldFor(pair.uncommitted_since, uncommitted, now, grace);
-
-    e.really_behind = flink_lag > threshold &&
-                      GrowingOverWindow(
-                          pair.samples, [](const PairSample& s) { return s.flink_lag; }, now,
-                          window_seconds, std::max(1.0, static_cast<double>(threshold) / 10));
+    f.partitions_uncommitted = HeldFor(pair.uncommitted_since, uncommitted, now, f.grace_seconds);
 
     const GroupFindings* findings = GroupIndex::Find(index.findings, group_id);
-    e.offsets_expiring = group != nullptr && ExpiringSoon(findings, snapshot);
-    e.sawtooth_above_threshold =
-        findings != nullptr && findings->sawtooth.detected &&
-        findings->sawtooth.amplitude_records.value_or(0) >= static_cast<double>(threshold) &&
-        flink_lag < threshold;
-    return e;
+    f.offsets_expiring = group != nullptr && ExpiringSoon(findings, snapshot);
+    f.sawtooth_large = findings != nullptr && findings->sawtooth.detected &&
+                       LagMatters(findings->sawtooth.amplitude_records.value_or(0), f.input_rate,
+                                  config);
+    return f;
   }
 
-  GroupEvidence GroupEvidenceOf(const kafka::KafkaSnapshot& snapshot, const GroupLag& lag,
-                                const GroupFindings& findings, const GroupHistory& history,
-                                PairState& pair, double now) {
+  struct GroupFactsWithStuck : GroupFacts {
+    std::vector<kafka::TopicPartition> stuck;
+  };
+
+  GroupFactsWithStuck GroupFactsOf(const KafkaClusterState& cluster,
+                                   const kafka::KafkaSnapshot& snapshot, const GroupLag& lag,
+                                   const GroupFindings& findings, const GroupHistory& history,
+                                   PairState& pair, double now) {
     const double window_seconds = window();
-    const auto threshold = config.lag_threshold_records;
-    GroupEvidence e;
-    e.rewinding = !history.regression_times.empty();
-    e.offsets_expiring = ExpiringSoon(&findings, snapshot);
+    GroupFactsWithStuck f;
+    f.regressions_in_window = static_cast<int>(history.regression_times.size());
+    f.offsets_expiring = ExpiringSoon(&findings, snapshot);
 
     bool uncommitted = false;
+    std::set<kafka::TopicPartition> partitions;
+    std::set<kafka::TopicPartition> waiting;
     for (const TopicLag& topic : lag.topics) {
       for (const PartitionLag& partition : topic.partitions) {
-        uncommitted |= partition.position == CommitPosition::kNoCommit &&
-                       HasRecords(snapshot, {topic.topic, partition.partition});
+        const kafka::TopicPartition tp{topic.topic, partition.partition};
+        uncommitted |= partition.position == CommitPosition::kNoCommit && HasRecords(snapshot, tp);
+        if (partition.committed) partitions.insert(tp);
+        if (partition.lag.value_or(0) > 0) waiting.insert(tp);
       }
     }
-    e.partitions_uncommitted =
+    f.partitions_uncommitted =
         HeldFor(pair.uncommitted_since, uncommitted, now, window_seconds / 2);
 
     const GroupSample* baseline = WindowBaseline(history.samples, now, window_seconds);
     const GroupSample& latest = history.samples.back();
-    const bool covered =
-        baseline != nullptr && latest.time - baseline->time >= 0.8 * window_seconds;
-    const bool committed_in_window =
+    f.lag = static_cast<double>(latest.lag_sum);
+    f.input_rate = InputRateOf(cluster, partitions, now);
+    f.lag_trend = TrendOverWindow(
+        history.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window_seconds,
+        MinimumChange());
+    f.covered = baseline != nullptr && latest.time - baseline->time >= kLevelCoverage * window_seconds;
+    f.committed_in_window =
         !history.commits.empty() && history.commits.back().time > now - window_seconds;
-    // An idle topic (log end not moving) is never stalled: nothing arrived to be consumed.
-    e.stalled = covered && latest.lag_sum > 0 && !committed_in_window &&
-                history.last_commit <= now - window_seconds &&
-                latest.log_end_sum > baseline->log_end_sum;
-    e.really_behind = committed_in_window && latest.lag_sum > threshold &&
-                      GrowingOverWindow(
-                          history.samples, [](const GroupSample& s) { return s.lag_sum; }, now,
-                          window_seconds, std::max(1.0, static_cast<double>(threshold) / 10));
-    return e;
+    f.input_arrived = baseline != nullptr && latest.log_end_sum > baseline->log_end_sum;
+    f.seconds_since_commit = now - history.last_commit;
+    f.commit_period_seconds = CommitPeriod(history.commits);
+    // A partition whose commits stopped while the group's others go on, with records waiting.
+    const double stuck_after = StalledAfterSeconds(f.commit_period_seconds, config);
+    std::map<kafka::TopicPartition, Standing> standing = history.committed_standing;
+    f.stuck = StuckPartitions(standing, history.committed, waiting, now, stuck_after);
+    for (const kafka::TopicPartition& tp : f.stuck) f.stuck_partitions.push_back(PartitionName(tp));
+    return f;
   }
 
   std::shared_ptr<const Findings> Build() const {

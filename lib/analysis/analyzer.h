@@ -3,13 +3,20 @@
 // It is the only stateful part of the analysis and still does no I/O and reads no clock: the app
 // hands it each finished poll with the time, and it returns immutable Findings for the renderer.
 // Per poll it keeps
-//   - per partition: log-end history (ThinningSeries, 64 samples x 16 B), for lag in seconds;
-//   - per group: lag/commit samples (64 x 40 B), the last 16 commit events (for the sawtooth),
-//     the times of offset regressions in the window and the last commit lagsight saw;
-//   - per Flink job: checkpoint and commit counters (64 x 64 B) and its sticky group association;
-//   - per job<->group pair: Flink/Kafka lag samples (64 x 24 B) and the verdict with hysteresis.
-// That is about 1 KiB per partition, 3 KiB per group and 8 KiB per job; state of groups,
-// partitions and jobs that vanished is dropped at the next poll of their cluster.
+//   - per partition: log-end history (ThinningSeries, 64 samples x 16 B), for lag in seconds,
+//     input rates and the log end at the (older) time a Flink metric value was taken;
+//   - per group: lag/commit samples (64 x 40 B), the last 16 commit events (sawtooth, commit
+//     period), the times of offset regressions in the window, the last commit lagsight saw and
+//     since when each partition's committed offset stands;
+//   - per Flink job: checkpoint, restart and commit counters (64 x 64 B), its lifecycle (since
+//     when it is (not) running, since when it is missing) and its sticky group association;
+//   - per job<->group pair: Flink/Kafka lag samples (64 x 24 B), since when each partition's
+//     position stands, whether the job moved back behind its group, and the verdict.
+// That is about 1 KiB per partition, 3 KiB per group and 8 KiB per job. A source blip forgets
+// nothing: a Flink poll that fails, or a job missing from one poll, holds the pair's verdict
+// (and all its history) as it was; a job missing for longer is `job_gone` while its group lags,
+// and forgotten `job_gone_after` + 3 windows after it vanished. Groups and partitions that
+// vanished are dropped at the next poll of their cluster.
 // The diagnosis is re-judged at each Kafka poll of the pair's cluster (so `confirm_polls` counts
 // Kafka polls); a Flink poll updates the job's history and its joins.
 #pragma once
@@ -58,6 +65,10 @@ struct SourceFindings {
   std::string job_name;
   std::string source;
   std::optional<double> commit_failure_ratio;  // over the window; none without commits
+  // How the source keeps its position in Kafka, as far as lagsight can tell: "checkpoint" (it
+  // commits on checkpoints), "none" (checkpoints complete and it never commits: no group.id, or
+  // commits switched off) or "unknown" (too early to say).
+  std::string commit_mode = "unknown";
 };
 
 struct FlinkFindings {
@@ -79,6 +90,8 @@ struct DiagnosisFinding {
   std::string job_name;
   Cause cause = Cause::kHealthy;
   double since = 0;  // unix seconds the cause became active
+  std::vector<Cause> evidence;  // every cause whose rule holds now, the active one or not
+  std::vector<kafka::TopicPartition> stuck_partitions;  // named by partition_stuck
   // What the status page shows next to the cause.
   std::optional<std::int64_t> kafka_lag;  // group lag on the pair's topics (records)
   std::optional<std::int64_t> flink_lag;

@@ -13,6 +13,19 @@ std::string FlinkSourceName(const std::string& vertex_name) {
   return name;
 }
 
+std::vector<std::string> SourceLabels(const flink::FlinkJob& job) {
+  std::vector<std::string> labels;
+  std::map<std::string, int> uses;
+  for (const flink::SourceReader& source : job.sources) {
+    labels.push_back(FlinkSourceName(source.name));
+    ++uses[labels.back()];
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (uses[labels[i]] > 1) labels[i] += " (" + job.sources[i].vertex_id + ")";
+  }
+  return labels;
+}
+
 namespace {
 
 // escaped topic -> real topics with that escaped name
@@ -30,12 +43,12 @@ using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
 // has a committedOffset: equal to it, or between it and the job's position (currentOffset + 1).
 // The range matters: Flink updates committedOffset in the commit callback, which runs on the
 // fetcher thread, so under backpressure the gauge trails what the broker already holds.
-// std::nullopt when none or several groups fit.
-std::optional<std::string> MatchGroup(const Resolved& resolved, const kafka::KafkaSnapshot& kafka) {
+// Every group that fits; the match is the group when exactly one does.
+std::vector<std::string> MatchGroups(const Resolved& resolved, const kafka::KafkaSnapshot& kafka) {
   std::size_t known = 0;
   for (const auto& [tp, offsets] : resolved) known += offsets.committed.has_value();
-  if (known == 0) return std::nullopt;
-  std::optional<std::string> found;
+  if (known == 0) return {};
+  std::vector<std::string> found;
   for (const kafka::ConsumerGroup& group : kafka.groups) {
     std::size_t equal = 0;
     for (const auto& [tp, offsets] : resolved) {
@@ -46,9 +59,7 @@ std::optional<std::string> MatchGroup(const Resolved& resolved, const kafka::Kaf
           offsets.current ? std::max(*offsets.current + 1, *offsets.committed) : *offsets.committed;
       if (committed->second >= *offsets.committed && committed->second <= position) ++equal;
     }
-    if (equal != known) continue;
-    if (found) return std::nullopt;  // two groups fit: do not guess
-    found = group.id;
+    if (equal == known) found.push_back(group.id);
   }
   return found;
 }
@@ -67,11 +78,13 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         break;
       }
     }
-    for (const flink::SourceReader& source : job.sources) {
+    const std::vector<std::string> labels = SourceLabels(job);
+    for (std::size_t index = 0; index < job.sources.size(); ++index) {
+      const flink::SourceReader& source = job.sources[index];
       FlinkSourceJoin join;
       join.job_id = job.overview.id;
       join.job_name = job.overview.name;
-      join.source = FlinkSourceName(source.name);
+      join.source = labels[index];
 
       // Which Kafka cluster: the mapping's, the Flink cluster's, or the only one there is.
       std::string cluster = mapping != nullptr && !mapping->kafka_cluster.empty()
@@ -110,8 +123,13 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         join.group = mapping->group;
         join.association = "configured";
       } else if (snapshot != nullptr) {
-        join.group = MatchGroup(resolved, *snapshot);
-        if (join.group) join.association = "matched";
+        std::vector<std::string> fitting = MatchGroups(resolved, *snapshot);
+        if (fitting.size() == 1) {
+          join.group = fitting.front();
+          join.association = "matched";
+        } else {
+          join.candidate_groups = std::move(fitting);  // two or more fit: do not guess
+        }
       }
 
       std::map<std::string, FlinkTopicJoin> topics;

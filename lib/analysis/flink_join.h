@@ -48,6 +48,10 @@ struct FlinkSourceJoin {
   std::string kafka_cluster;  // empty when no Kafka cluster could be chosen
   std::optional<std::string> group;
   std::string association;  // "configured" or "matched", with group
+  // Without a unique match: the groups whose offsets fit the job's equally (a quiet topic where
+  // two caught-up jobs' groups hold the same offsets). The job's offsets are committed; which
+  // group holds them is not known yet.
+  std::vector<std::string> candidate_groups;
   std::vector<FlinkPartitionJoin> partitions;
   std::vector<FlinkTopicJoin> topics;
   std::vector<UnresolvedTopic> unresolved;
@@ -55,6 +59,11 @@ struct FlinkSourceJoin {
 
 // "Source: orders-source -> Map" -> "orders-source": the label a source goes by.
 std::string FlinkSourceName(const std::string& vertex_name);
+
+// The `source` label of each of the job's sources, in job.sources' order: FlinkSourceName, made
+// unique with the vertex id where two sources of the job share a name (two vertices both called
+// "Kafka Source" would otherwise give duplicate series, and Prometheus rejects the scrape).
+std::vector<std::string> SourceLabels(const flink::FlinkJob& job);
 
 // `kafka` holds the latest snapshot of every Kafka cluster that is up, by cluster name.
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(

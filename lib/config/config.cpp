@@ -376,11 +376,39 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
+// A number in the range (`low`, `high`] (or (`low`, `high`) when `high_exclusive`), from a
+// YAML scalar; anything else fails with the range in the message.
+double ReadNumber(const Reader& reader, const YAML::Node& node, const std::string& path,
+                  double low, double high, bool high_exclusive = false) {
+  const std::string text = reader.String(node, path);
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const bool below_high = high_exclusive ? value < high : value <= high;
+  if (used != text.size() || !(value > low && below_high)) {
+    std::ostringstream message;
+    if (high_exclusive) {
+      message << "must be a number between " << low << " and " << high << " (exclusive)";
+    } else {
+      message << "must be a number above " << low << " and at most " << high;
+    }
+    message << ", got \"" << text << "\"";
+    reader.Fail(node, path, message.str());
+  }
+  return value;
+}
+
 DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
                               const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(
-      node, path, {"window", "confirm_polls", "lag_threshold_records", "expiry_warning_ratio"});
+  reader.RequireOnlyKeys(node, path,
+                         {"window", "confirm_polls", "lag_threshold_records", "lag_threshold",
+                          "expiry_warning_ratio", "checkpoint_stale_gaps", "commit_failure_ratio",
+                          "stalled_commit_periods", "restart_loop_restarts", "job_gone_after"});
   DiagnosisConfig diagnosis;
   if (node["window"]) {
     diagnosis.window = reader.Duration(node["window"], path + ".window", std::chrono::seconds(5));
@@ -393,20 +421,33 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
     diagnosis.lag_threshold_records = reader.Integer(
         node["lag_threshold_records"], path + ".lag_threshold_records", 1, 2'000'000'000);
   }
+  if (node["lag_threshold"]) {
+    diagnosis.lag_threshold =
+        reader.Duration(node["lag_threshold"], path + ".lag_threshold", std::chrono::seconds(0));
+  }
   if (const YAML::Node ratio = node["expiry_warning_ratio"]) {
-    const std::string text = reader.String(ratio, path + ".expiry_warning_ratio");
-    std::size_t used = 0;
-    double value = -1;
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || !(value > 0 && value < 1)) {
-      reader.Fail(ratio, path + ".expiry_warning_ratio",
-                  "must be a number between 0 and 1 (exclusive), got \"" + text + "\"");
-    }
-    diagnosis.expiry_warning_ratio = value;
+    diagnosis.expiry_warning_ratio =
+        ReadNumber(reader, ratio, path + ".expiry_warning_ratio", 0, 1, /*high_exclusive=*/true);
+  }
+  if (const YAML::Node gaps = node["checkpoint_stale_gaps"]) {
+    diagnosis.checkpoint_stale_gaps =
+        ReadNumber(reader, gaps, path + ".checkpoint_stale_gaps", 1, 1000);
+  }
+  if (const YAML::Node ratio = node["commit_failure_ratio"]) {
+    diagnosis.commit_failure_ratio =
+        ReadNumber(reader, ratio, path + ".commit_failure_ratio", 0, 1);
+  }
+  if (const YAML::Node periods = node["stalled_commit_periods"]) {
+    diagnosis.stalled_commit_periods =
+        ReadNumber(reader, periods, path + ".stalled_commit_periods", 1, 1000);
+  }
+  if (node["restart_loop_restarts"]) {
+    diagnosis.restart_loop_restarts =
+        reader.Integer(node["restart_loop_restarts"], path + ".restart_loop_restarts", 1, 10000);
+  }
+  if (node["job_gone_after"]) {
+    diagnosis.job_gone_after = reader.Duration(node["job_gone_after"], path + ".job_gone_after",
+                                               std::chrono::seconds(1));
   }
   return diagnosis;
 }

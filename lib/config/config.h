@@ -82,8 +82,23 @@ struct DiagnosisConfig {
   int confirm_polls = 2;
   // Lag (records) below which a lag is "small": no really_behind, no long_checkpoint_interval.
   std::int64_t lag_threshold_records = 1000;
+  // ... and, where the input rate is known, at least this much input (lag / records per second):
+  // 1,000 records is noise at 100k records/s.
+  std::chrono::milliseconds lag_threshold{std::chrono::seconds(30)};
   // offsets_expiring once less than this share of offsets.retention.minutes is left.
   double expiry_warning_ratio = 0.25;
+  // checkpoints_failing once the latest completed checkpoint is older than this many expected
+  // gaps (max(interval, min pause + last duration)) and none is under way.
+  double checkpoint_stale_gaps = 3;
+  // commits_failing once more than this share of the window's commit attempts failed.
+  double commit_failure_ratio = 0.5;
+  // A Kafka-only group is stalled after this many of its own commit periods without a commit
+  // while records arrive (never less than the window).
+  double stalled_commit_periods = 3;
+  // restart_loop once the job restarted this many times within the window.
+  int restart_loop_restarts = 3;
+  // A job that vanished is job_gone after this long (a redeploy takes less), while its group lags.
+  std::chrono::milliseconds job_gone_after{std::chrono::minutes(2)};
 
   friend bool operator==(const DiagnosisConfig&, const DiagnosisConfig&) = default;
 };

@@ -79,7 +79,8 @@ Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body) {
     const auto id = String(o, "jid");
     if (!id) continue;
     out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
-                   std::string(String(o, "state").value_or("UNKNOWN")), Integer(o, "start-time")});
+                   std::string(String(o, "state").value_or("UNKNOWN")), Integer(o, "start-time"),
+                   std::nullopt, Integer(o, "last-modification")});
   }
   return out;
 }

@@ -19,6 +19,8 @@ struct JobOverview {
   std::string name;
   std::string state;  // RUNNING, FAILING, ... as Flink names it
   std::optional<std::int64_t> start_time_ms;
+  std::optional<std::int64_t> num_restarts;          // job metric numRestarts
+  std::optional<std::int64_t> last_modification_ms;  // of the job's state
 };
 
 struct Vertex {
@@ -104,6 +106,9 @@ struct FlinkJob {
 struct FlinkSnapshot {
   std::vector<FlinkJob> jobs;  // running jobs (after the job filter), by id
   std::vector<std::string> partial_errors;
+  // The JobManager's metrics.fetcher.update-interval: the metric values above (offsets,
+  // counters) are up to this old when served.
+  std::optional<double> metrics_fetch_interval_ms;
 };
 
 }  // namespace lagsight::flink

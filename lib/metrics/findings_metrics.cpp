@@ -45,6 +45,21 @@ constexpr MetricDef kDiagnosis{
     "The active cause (always 1) of a job<->group pair; job_id is empty for a group no Flink "
     "job commits to, group is empty for a job lagsight finds no group for.",
     MetricType::Gauge};
+constexpr MetricDef kEvidence{
+    "lagsight_diagnosis_evidence",
+    "1 for every cause whose rule holds for the pair now, the active cause or not (the active "
+    "one is lagsight_diagnosis: the first of these in precedence order, confirmed).",
+    MetricType::Gauge};
+constexpr MetricDef kStuckPartition{
+    "lagsight_diagnosis_stuck_partition",
+    "1 for each partition whose position stands still with records waiting while the pair's "
+    "other partitions move (the evidence of partition_stuck).",
+    MetricType::Gauge};
+constexpr MetricDef kCommitMode{
+    "lagsight_flink_source_commit_mode",
+    "How the source keeps its position in Kafka (always 1): checkpoint (commits on checkpoints), "
+    "none (never commits: no group.id, or commits off), unknown (too early to say).",
+    MetricType::Gauge};
 constexpr MetricDef kDiagnosisSince{"lagsight_diagnosis_since_timestamp_seconds",
                                     "Unix time the active cause became active.", MetricType::Gauge};
 
@@ -79,13 +94,15 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
   }
   for (const auto& [cluster, flink] : findings.flink) {
     for (const analysis::SourceFindings& source : flink.sources) {
-      if (!source.commit_failure_ratio) continue;
-      builder.Add(kCommitFailureRatio,
-                  {{"flink_cluster", cluster},
-                   {"job_id", source.job_id},
-                   {"job_name", source.job_name},
-                   {"source", source.source}},
-                  *source.commit_failure_ratio);
+      Labels labels{{"flink_cluster", cluster},
+                    {"job_id", source.job_id},
+                    {"job_name", source.job_name},
+                    {"source", source.source}};
+      if (source.commit_failure_ratio) {
+        builder.Add(kCommitFailureRatio, labels, *source.commit_failure_ratio);
+      }
+      labels.emplace_back("mode", source.commit_mode);
+      builder.Add(kCommitMode, labels, 1);
     }
   }
   for (const analysis::DiagnosisFinding& verdict : findings.diagnosis) {
@@ -96,6 +113,20 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
                   {"cause", analysis::CauseName(verdict.cause)}};
     builder.Add(kDiagnosis, labels, 1);
     builder.Add(kDiagnosisSince, labels, verdict.since);
+    for (const analysis::Cause cause : verdict.evidence) {
+      labels.back().second = analysis::CauseName(cause);
+      builder.Add(kEvidence, labels, 1);
+    }
+    for (const kafka::TopicPartition& tp : verdict.stuck_partitions) {
+      builder.Add(kStuckPartition,
+                  {{"kafka_cluster", verdict.kafka_cluster},
+                   {"group", verdict.group},
+                   {"job_id", verdict.job_id},
+                   {"job_name", verdict.job_name},
+                   {"topic", tp.topic},
+                   {"partition", std::to_string(tp.partition)}},
+                  1);
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 #include "metrics/flink_metrics.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 namespace lagsight::metrics {
 namespace {
@@ -105,6 +107,9 @@ constexpr MetricDef kTopicFlinkLag{"lagsight_flink_topic_lag_records",
 constexpr MetricDef kTopicGap{"lagsight_flink_topic_checkpoint_gap_records",
                               "Checkpoint gap summed over the topic's partitions.",
                               MetricType::Gauge};
+constexpr MetricDef kRestarts{"lagsight_flink_job_restarts_total",
+                              "Restarts of the job since it was submitted (Flink's numRestarts).",
+                              MetricType::Counter};
 constexpr MetricDef kJobGroup{
     "lagsight_flink_job_group_info",
     "The consumer group a job's source commits to (always 1); association is "
@@ -138,6 +143,9 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
     Labels info = job_labels;
     info.emplace_back("state", job.overview.state);
     out.Add(kJobInfo, info, 1);
+    if (job.overview.num_restarts) {
+      out.Add(kRestarts, job_labels, static_cast<double>(*job.overview.num_restarts));
+    }
     const flink::CheckpointStats& stats = job.checkpoints;
     out.Add(kCheckpointingEnabled, job_labels, stats.enabled ? 1 : 0);
     if (stats.enabled) {
@@ -161,9 +169,11 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       AddIf(out, kTimeout, job_labels, config.timeout_ms, 0.001);
       AddIf(out, kTolerable, job_labels, config.tolerable_failures);
     }
-    for (const flink::SourceReader& source : job.sources) {
+    const std::vector<std::string> source_labels = analysis::SourceLabels(job);
+    for (std::size_t i = 0; i < job.sources.size(); ++i) {
+      const flink::SourceReader& source = job.sources[i];
       Labels labels = job_labels;
-      labels.emplace_back("source", analysis::FlinkSourceName(source.name));
+      labels.emplace_back("source", source_labels[i]);
       AddIf(out, kCommitsSucceeded, labels, source.commits_succeeded);
       AddIf(out, kCommitsFailed, labels, source.commits_failed);
       AddIf(out, kPending, labels, source.pending_records);
@@ -175,12 +185,17 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       AddIf(out, kIdle, labels, source.idle_ms_per_second, 0.001);
     }
   }
+  // One line per job and group, however many of the job's sources commit to it (the series
+  // has no source label: two would be duplicates, which the exposition format forbids).
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> job_groups;
   for (const analysis::FlinkSourceJoin& join : joins) {
     const Labels source_labels = {{"flink_cluster", cluster},
                                   {"job_id", join.job_id},
                                   {"job_name", join.job_name},
                                   {"source", join.source}};
-    if (join.group) {
+    if (join.group &&
+        job_groups.insert({join.job_id, join.kafka_cluster, *join.group, join.association})
+            .second) {
       out.Add(kJobGroup,
               {{"flink_cluster", cluster},
                {"job_id", join.job_id},

@@ -96,6 +96,18 @@ const char* Explanation(Cause cause) {
       return "Commits stopped while records keep arriving.";
     case Cause::kRewinding:
       return "The group's committed offsets went backwards.";
+    case Cause::kJobGone:
+      return "The job vanished from Flink while its group falls behind.";
+    case Cause::kRestartLoop:
+      return "The job restarts again and again.";
+    case Cause::kRestarting:
+      return "The job is restarting (failover): its sources read nothing meanwhile.";
+    case Cause::kPartitionStuck:
+      return "One partition's position stands still with records waiting, while the others move.";
+    case Cause::kSteadyBacklog:
+      return "The backlog matters and keeps pace with the input but never shrinks.";
+    case Cause::kReplaying:
+      return "The job went back on purpose (fresh start, offset reset) and is catching up.";
   }
   return "";
 }
@@ -420,12 +432,18 @@ Severity SeverityOf(Cause cause) {
     case Cause::kHealthy:
       return Severity::kHealthy;
     case Cause::kLongCheckpointInterval:
+    case Cause::kReplaying:
       // Kafka tooling looks alarming, the job is fine: the very case lagsight exists for.
       return Severity::kNeutral;
     case Cause::kReallyBehind:
     case Cause::kCheckpointsFailing:
     case Cause::kClusterMismatch:
+    case Cause::kJobGone:
+    case Cause::kRestartLoop:
+    case Cause::kPartitionStuck:
       return Severity::kCritical;
+    case Cause::kRestarting:
+    case Cause::kSteadyBacklog:
     case Cause::kCommitsFailing:
     case Cause::kRestoredFromOldPosition:
     case Cause::kOffsetsMissing:

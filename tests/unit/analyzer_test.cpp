@@ -4,6 +4,8 @@
 
 #include <catch.hpp>
 
+#include <algorithm>
+
 using namespace lagsight;
 using analysis::Cause;
 
@@ -19,6 +21,8 @@ class World {
     config_.window = std::chrono::seconds(30);
     config_.confirm_polls = 2;
     config_.lag_threshold_records = 100;
+    // A 5 s checkpoint sawtooth at 50 records/s is noise, a 10 s one matters.
+    config_.lag_threshold = std::chrono::seconds(8);
     analyzer_ = std::make_unique<analysis::Analyzer>(config_);
     flink_config_.name = "flink";
     flink_config_.kafka_cluster = kCluster;
@@ -38,8 +42,18 @@ class World {
   std::optional<std::int64_t> latest_completed_ms;
   double commits_succeeded = 0;
   double commits_failed = 0;
+  std::string job_state = "RUNNING";
+  std::optional<std::int64_t> num_restarts = 0;
+  std::optional<std::int64_t> restored_ms;
+  double min_pause_ms = 0;
+  double fetch_interval_ms = 1000;  // the JobManager's metrics.fetcher.update-interval
+  bool job_present = true;          // false: missing from the Flink poll
+  std::string job_id = "job-1";  // the job Flink reports
+  double job_start = 1'000'000 - 600;  // unix seconds
+  bool flink_up = true;             // false: the Flink poll fails
 
   double now = 1'000'000;
+  config::FlinkClusterConfig& flink_config() { return flink_config_; }
 
   std::shared_ptr<const analysis::Findings> Poll() {
     now += 1;
@@ -60,23 +74,32 @@ class World {
     lags_ = std::make_shared<std::vector<analysis::GroupLag>>(analysis::ComputeGroupLags(*kafka_));
     if (with_job) {
       flink_ = std::make_shared<flink::FlinkSnapshot>();
+      flink_->metrics_fetch_interval_ms = fetch_interval_ms;
       flink::FlinkJob job;
-      job.overview = {"job-1", "enrich", "RUNNING", static_cast<std::int64_t>((now - 600) * 1000)};
+      job.overview = {job_id, "enrich", job_state, static_cast<std::int64_t>(job_start * 1000),
+                      num_restarts, {}};
       job.checkpoints.counts = {completed, failed, 0, 0};
       job.checkpoints.latest_completed_timestamp_ms = latest_completed_ms;
+      job.checkpoints.restored_timestamp_ms = restored_ms;
       job.checkpoint_config.interval_ms = interval_ms;
-      flink::SourceReader reader;
-      reader.name = "Source: enrich-source";
-      reader.partitions[{"orders", 0}] = {job_current, job_committed};
-      reader.commits_succeeded = commits_succeeded;
-      reader.commits_failed = commits_failed;
-      job.sources.push_back(reader);
-      flink_->jobs.push_back(job);
+      job.checkpoint_config.min_pause_ms = min_pause_ms;
+      if (job_state == "RUNNING") {
+        flink::SourceReader reader;
+        reader.vertex_id = "v1";
+        reader.name = "Source: enrich-source";
+        std::optional<std::int64_t> committed_gauge;
+        if (job_committed >= 0) committed_gauge = job_committed;
+        reader.partitions[{"orders", 0}] = {job_current, committed_gauge};
+        reader.commits_succeeded = commits_succeeded;
+        reader.commits_failed = commits_failed;
+        job.sources.push_back(reader);
+      }
+      if (job_present) flink_->jobs.push_back(job);
     }
     analysis::SourcesView view;
     view.kafka[kCluster] = {kafka_.get(), lags_.get()};
     if (with_job) {
-      view.flink["flink"] = {&flink_config_, flink_.get()};
+      view.flink["flink"] = {&flink_config_, flink_up ? flink_.get() : nullptr};
       analyzer_->ObserveFlink("flink", view, now);
     }
     std::vector<analysis::OffsetRegression> regressions;
@@ -95,18 +118,27 @@ class World {
 
   // Polls `seconds` times, calling `step` before each; returns every cause seen for the pair.
   template <typename Step>
-  std::set<Cause> Run(int seconds, const std::string& group, const std::string& job_id, Step step) {
+  std::set<Cause> Run(int seconds, const std::string& group, const std::string& pair_job, Step step) {
     std::set<Cause> seen;
     for (int i = 0; i < seconds; ++i) {
       step(i);
       const auto findings = Poll();
-      if (const auto cause = CauseOf(*findings, group, job_id)) seen.insert(*cause);
+      if (const auto cause = CauseOf(*findings, group, pair_job)) seen.insert(*cause);
       last_ = findings;
     }
     return seen;
   }
 
   std::shared_ptr<const analysis::Findings> last_;
+
+  static const analysis::DiagnosisFinding* FindingOf(const analysis::Findings& findings,
+                                                     const std::string& group,
+                                                     const std::string& job_id = "") {
+    for (const auto& verdict : findings.diagnosis) {
+      if (verdict.group == group && verdict.job_id == job_id) return &verdict;
+    }
+    return nullptr;
+  }
 
  private:
   config::DiagnosisConfig config_;
@@ -130,9 +162,27 @@ TEST_CASE("Kafka-only: an idle topic with lag is healthy, never stalled") {
 TEST_CASE("Kafka-only: commits that stop while records arrive are stalled") {
   World world;
   world.committed["g"] = 1000;
-  const auto seen = world.Run(60, "g", "", [&](int) { world.log_end += 10; });
-  CHECK(seen.contains(Cause::kStalled));
+  // Never seen committing: three windows (90 s) before it is stalled.
+  auto seen = world.Run(85, "g", "", [&](int) { world.log_end += 10; });
+  CHECK_FALSE(seen.contains(Cause::kStalled));
+  seen = world.Run(10, "g", "", [&](int) { world.log_end += 10; });
   CHECK(World::CauseOf(*world.last_, "g") == Cause::kStalled);
+}
+
+TEST_CASE("Kafka-only: stalled is judged against the group's own commit period") {
+  World world;
+  world.committed["slow"] = 1000;  // commits every 50 s (a long flush): never stalled for it
+  world.committed["fast"] = 1000;  // commits every 5 s, then stops
+  bool fast_stopped = false;
+  const auto slow = world.Run(300, "slow", "", [&](int second) {
+    world.log_end += 10;
+    if (second % 50 == 49) world.committed["slow"] = world.log_end;
+    if (second == 150) fast_stopped = true;
+    if (!fast_stopped && second % 5 == 4) world.committed["fast"] = world.log_end;
+  });
+  CHECK_FALSE(slow.contains(Cause::kStalled));
+  // 150 s without a commit is 30 periods of 5 s: stalled (after max(window, 3 periods)).
+  CHECK(World::CauseOf(*world.last_, "fast") == Cause::kStalled);
 }
 
 TEST_CASE("Kafka-only: commits that move but fall further behind are really behind") {
@@ -242,4 +292,227 @@ TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing") 
     world.failed++;
   });
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kCheckpointsFailing);
+}
+
+namespace {
+
+// A job that reads at once what arrives (50 records/s) and commits on each checkpoint (every 5 s).
+void SteadyJob(World& world, int second) {
+  world.log_end += 50;
+  world.job_current = world.log_end - 1;
+  if (second % 5 == 4) {
+    world.completed++;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+    world.commits_succeeded++;
+    world.job_committed = world.log_end;
+    world.committed["enrich"] = world.log_end;
+  }
+}
+
+World HealthyJob() {
+  World world;
+  world.with_job = true;
+  world.interval_ms = 5000;
+  world.committed["enrich"] = 1000;
+  world.job_committed = 1000;
+  world.job_current = 999;
+  world.latest_completed_ms = static_cast<std::int64_t>(world.now * 1000);
+  return world;
+}
+
+}  // namespace
+
+TEST_CASE("routine: a task failure restarts from the last checkpoint and catches up") {
+  World world = HealthyJob();
+  CHECK(world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); }) ==
+        std::set<Cause>{Cause::kHealthy});
+  // 8 s of RESTARTING, then the job resumes at the last committed offset with 8 s + of backlog.
+  const std::int64_t resume_at = world.committed["enrich"];
+  auto seen = world.Run(8, "enrich", "job-1", [&](int) {
+    world.log_end += 50;
+    world.job_state = "RESTARTING";
+  });
+  world.job_state = "RUNNING";
+  world.num_restarts = 1;
+  world.restored_ms = static_cast<std::int64_t>(world.now * 1000);
+  world.job_current = resume_at - 1;
+  world.commits_succeeded = 0;  // the reader's counters start again at 0
+  const auto after = world.Run(60, "enrich", "job-1", [&](int s) {
+    world.log_end += 50;
+    world.job_current = std::min(world.log_end - 1, world.job_current + 120);  // catches up
+    if (s % 5 == 4) {
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      world.job_committed = world.job_current + 1;
+      world.committed["enrich"] = world.job_current + 1;
+    }
+  });
+  seen.insert(after.begin(), after.end());
+  for (const Cause cause : seen) {
+    CHECK((cause == Cause::kHealthy || cause == Cause::kRestarting));
+  }
+  CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+  const auto& source = world.last_->flink.at("flink").sources.at(0);
+  REQUIRE(source.commit_failure_ratio);
+  CHECK(*source.commit_failure_ratio == 0);  // the counter reset is no failure
+}
+
+TEST_CASE("routine: restore from an older savepoint is restored_from_old_position until caught up") {
+  World world = HealthyJob();
+  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  // Redeployed as a new job from a savepoint 3000 records older than the group's offsets.
+  world.job_id = "job-2";
+  world.job_start = world.now;
+  world.restored_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+  world.job_current = world.committed["enrich"] - 3000 - 1;
+  world.job_committed = -1;
+  world.commits_succeeded = 0;
+  std::set<Cause> seen;
+  bool caught_up = false;
+  for (int s = 0; s < 120 && !caught_up; ++s) {
+    world.log_end += 50;
+    world.job_current = std::min(world.log_end - 1, world.job_current + 80);
+    if (s % 5 == 4) {
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      world.job_committed = world.job_current + 1;
+      world.committed["enrich"] = world.job_current + 1;  // goes back on the first commit
+    }
+    const auto findings = world.Poll();
+    if (const auto cause = World::CauseOf(*findings, "enrich", "job-2")) seen.insert(*cause);
+    caught_up = world.job_current == world.log_end - 1 && s > 60;
+    world.last_ = findings;
+  }
+  CHECK(seen.contains(Cause::kRestoredFromOldPosition));
+  CHECK_FALSE(seen.contains(Cause::kSharedGroupId));
+  CHECK_FALSE(seen.contains(Cause::kReplaying));
+  world.Run(10, "enrich", "job-2", [&](int s) { SteadyJob(world, s); });
+  for (const auto& d : world.last_->diagnosis) {
+    UNSCOPED_INFO(d.group << " " << d.job_id << " " << analysis::CauseName(d.cause));
+  }
+  CHECK(World::CauseOf(*world.last_, "enrich", "job-2") == Cause::kHealthy);
+}
+
+TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout") {
+  World world = HealthyJob();
+  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  world.job_present = false;  // stopped with a savepoint, 20 s until the new job runs
+  auto seen = world.Run(20, "enrich", "job-1", [&](int) { world.log_end += 50; });
+  world.job_present = true;
+  world.job_id = "job-2";
+  world.job_start = world.now;
+  world.restored_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+  world.job_current = world.committed["enrich"] - 1;  // the savepoint is where it stopped
+  world.commits_succeeded = 0;
+  const auto after = world.Run(60, "enrich", "job-2", [&](int s) {
+    world.log_end += 50;
+    world.job_current = std::min(world.log_end - 1, world.job_current + 100);
+    if (s % 5 == 4) {
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      world.job_committed = world.job_current + 1;
+      world.committed["enrich"] = world.job_current + 1;
+    }
+  });
+  seen.insert(after.begin(), after.end());
+  CHECK(seen == std::set<Cause>{Cause::kHealthy});
+}
+
+TEST_CASE("routine: a fresh start from earliest on an existing group is a replay") {
+  World world = HealthyJob();
+  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  world.job_id = "job-2";
+  world.job_start = world.now;
+  world.job_current = -1;  // reads from offset 0, no restore
+  world.job_committed = -1;
+  world.commits_succeeded = 0;
+  const auto seen = world.Run(60, "enrich", "job-2", [&](int s) {
+    world.log_end += 50;
+    world.job_current = std::min(world.log_end - 1, world.job_current + 200);
+    if (s % 5 == 4) {
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      world.job_committed = world.job_current + 1;
+      world.committed["enrich"] = world.job_current + 1;
+    }
+  });
+  CHECK(seen.contains(Cause::kReplaying));
+  CHECK_FALSE(seen.contains(Cause::kSharedGroupId));
+  CHECK_FALSE(seen.contains(Cause::kRestoredFromOldPosition));
+}
+
+TEST_CASE("routine: a Flink poll that fails, or a job missing from one poll, changes nothing") {
+  World world = HealthyJob();
+  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  const auto* before = World::FindingOf(*world.last_, "enrich", "job-1");
+  REQUIRE(before != nullptr);
+  const double since = before->since;
+  world.flink_up = false;  // the job runs on, its REST API does not answer
+  const auto down = world.Run(30, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  CHECK(down == std::set<Cause>{Cause::kHealthy});  // held, and no Kafka-only verdict meanwhile
+  CHECK_FALSE(World::CauseOf(*world.last_, "enrich").has_value());
+  world.flink_up = true;
+  world.job_present = false;
+  world.Run(1, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  world.job_present = true;
+  const auto back = world.Run(10, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  CHECK(back == std::set<Cause>{Cause::kHealthy});
+  const auto* after = World::FindingOf(*world.last_, "enrich", "job-1");
+  REQUIRE(after != nullptr);
+  CHECK(after->since == since);  // the verdict's age survived the blips
+}
+
+TEST_CASE("lifecycle: a job restarting again and again is a restart_loop") {
+  World world = HealthyJob();
+  world.Run(40, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  const auto seen = world.Run(30, "enrich", "job-1", [&](int s) {
+    world.log_end += 50;
+    world.job_state = s % 8 < 3 ? "RESTARTING" : "RUNNING";
+    if (s % 8 == 3) world.num_restarts = *world.num_restarts + 1;
+  });
+  CHECK(seen.contains(Cause::kRestartLoop));
+  CHECK_FALSE(seen.contains(Cause::kCheckpointsFailing));
+}
+
+TEST_CASE("lifecycle: a job that vanished while its group falls behind is job_gone") {
+  World world = HealthyJob();
+  world.Run(40, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  world.job_present = false;
+  const auto seen = world.Run(150, "enrich", "job-1", [&](int) { world.log_end += 50; });
+  CHECK(seen.contains(Cause::kJobGone));
+  CHECK_FALSE(seen.contains(Cause::kRestarting));
+  CHECK_FALSE(World::CauseOf(*world.last_, "enrich").has_value());  // not judged Kafka-only yet
+}
+
+TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves") {
+  World world = HealthyJob();
+  world.fetch_interval_ms = 10'000;  // Flink's default
+  std::int64_t shown_max = 0;
+  world.Run(120, "enrich", "job-1", [&](int s) {
+    world.log_end += 150;
+    // Flink refreshes the served value every 10 s: the position is up to 10 s old.
+    if (s % 10 == 0) world.job_current = world.log_end - 1;
+    if (s % 5 == 4) {  // commits where the job really is, not where Flink last said it was
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      world.job_committed = world.log_end;
+      world.committed["enrich"] = world.log_end;
+    }
+    if (world.last_ != nullptr) {
+      for (const auto& join : world.last_->flink.at("flink").joins) {
+        for (const auto& topic : join.topics) shown_max = std::max(shown_max, topic.flink_lag_sum);
+      }
+    }
+  });
+  // Against the latest log end this showed up to 1,500 records (10 s of input).
+  CHECK(shown_max <= 150);
+  for (const auto& d : world.last_->diagnosis) {
+    UNSCOPED_INFO(d.group << " " << d.job_id << " " << analysis::CauseName(d.cause));
+  }
+  CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
 }

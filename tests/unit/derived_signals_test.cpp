@@ -7,6 +7,7 @@
 #include "analysis/series.h"
 
 using namespace lagsight::analysis;
+namespace config = lagsight::config;
 
 namespace {
 
@@ -98,40 +99,141 @@ TEST_CASE("the sawtooth: regular commits that drop the lag, with their period an
   }
 }
 
-TEST_CASE("a verdict changes only after confirm_polls consecutive raw verdicts") {
-  Verdict verdict(Cause::kHealthy, 0);
-  CHECK_FALSE(verdict.Update(Cause::kStalled, 1, 2));
+TEST_CASE("a verdict changes only after confirm_polls consecutive raw verdicts, the first too") {
+  Verdict verdict;
+  CHECK_FALSE(verdict.Update(Cause::kHealthy, 0, 2));
+  CHECK_FALSE(verdict.active());  // one poll never pages on its own
+  CHECK(verdict.Update(Cause::kHealthy, 1, 2));
   CHECK(verdict.active() == Cause::kHealthy);
-  CHECK_FALSE(verdict.Update(Cause::kHealthy, 2, 2));  // flap back: candidate forgotten
-  CHECK_FALSE(verdict.Update(Cause::kStalled, 3, 2));
-  CHECK(verdict.Update(Cause::kStalled, 4, 2));
+  CHECK_FALSE(verdict.Update(Cause::kStalled, 2, 2));
+  CHECK(verdict.active() == Cause::kHealthy);
+  CHECK_FALSE(verdict.Update(Cause::kHealthy, 3, 2));  // flap back: candidate forgotten
+  CHECK_FALSE(verdict.Update(Cause::kStalled, 4, 2));
+  CHECK(verdict.Update(Cause::kStalled, 5, 2));
   CHECK(verdict.active() == Cause::kStalled);
-  CHECK(verdict.since() == 4);
+  CHECK(verdict.since() == 5);
 }
 
-TEST_CASE("the rules' order: what makes other readings wrong comes first") {
-  PairEvidence evidence;
-  CHECK(JudgePair(evidence) == Cause::kHealthy);
-  evidence.sawtooth_above_threshold = true;
-  CHECK(JudgePair(evidence) == Cause::kLongCheckpointInterval);
-  evidence.really_behind = true;
-  CHECK(JudgePair(evidence) == Cause::kReallyBehind);
-  evidence.commits_failing = true;
-  CHECK(JudgePair(evidence) == Cause::kCommitsFailing);
-  evidence.checkpoints_failing = true;
-  CHECK(JudgePair(evidence) == Cause::kCheckpointsFailing);
-  evidence.offsets_missing = true;
-  CHECK(JudgePair(evidence) == Cause::kOffsetsMissing);
-  evidence.cluster_mismatch = true;
-  CHECK(JudgePair(evidence) == Cause::kClusterMismatch);
+TEST_CASE("precedence: mixed clusters, then the job's lifecycle, then late data, then commits") {
+  Evidence evidence;
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kHealthy);
+  evidence.Add(Cause::kLongCheckpointInterval);
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kLongCheckpointInterval);
+  evidence.Add(Cause::kRestoredFromOldPosition);
+  evidence.Add(Cause::kSharedGroupId);
+  evidence.Add(Cause::kPartitionsUncommitted);
+  evidence.Add(Cause::kOffsetsMissing);
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kOffsetsMissing);
+  evidence.Add(Cause::kCheckpointsFailing);  // explains the missing offsets
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kCheckpointsFailing);
+  evidence.Add(Cause::kReallyBehind);  // data is late: first of what the job itself does
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kReallyBehind);
+  evidence.Add(Cause::kRestarting);
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kRestarting);
+  evidence.Add(Cause::kClusterMismatch);
+  CHECK(Winner(evidence, PairPrecedence()) == Cause::kClusterMismatch);
+  CHECK(evidence.Causes().size() == 9);
 
-  GroupEvidence group;
-  CHECK(JudgeGroup(group) == Cause::kHealthy);
-  group.really_behind = true;
-  CHECK(JudgeGroup(group) == Cause::kReallyBehind);
-  group.stalled = true;
-  CHECK(JudgeGroup(group) == Cause::kStalled);
-  group.rewinding = true;
-  CHECK(JudgeGroup(group) == Cause::kRewinding);
+  Evidence group;
+  CHECK(Winner(group, GroupPrecedence()) == Cause::kHealthy);
+  group.Add(Cause::kRewinding);
+  CHECK(Winner(group, GroupPrecedence()) == Cause::kRewinding);
+  group.Add(Cause::kStalled);
+  CHECK(Winner(group, GroupPrecedence()) == Cause::kStalled);
+  group.Add(Cause::kReallyBehind);
+  CHECK(Winner(group, GroupPrecedence()) == Cause::kReallyBehind);
   CHECK(std::string(CauseName(Cause::kRestoredFromOldPosition)) == "restored_from_old_position");
+}
+
+TEST_CASE("a lag matters in records and, with the input rate known, in seconds of input") {
+  config::DiagnosisConfig config;  // 1000 records, 30 s
+  CHECK_FALSE(LagMatters(999, std::nullopt, config));
+  CHECK(LagMatters(1000, std::nullopt, config));
+  CHECK_FALSE(LagMatters(1000, 100'000.0, config));  // 10 ms of input: noise
+  CHECK(LagMatters(1000, 1.0, config));              // a quarter of an hour
+  CHECK(LagMatters(3'000'000, 100'000.0, config));   // 30 s
+}
+
+TEST_CASE("stalled is measured against the group's own commit period, with the window as floor") {
+  config::DiagnosisConfig config;
+  config.window = std::chrono::minutes(5);
+  CHECK(StalledAfterSeconds(std::nullopt, config) == 900);  // not seen committing twice yet
+  CHECK(StalledAfterSeconds(10.0, config) == 300);
+  CHECK(StalledAfterSeconds(600.0, config) == 1800);  // a 10-minute committer
+}
+
+TEST_CASE("pair rules: restores, replays and sharing are told apart") {
+  config::DiagnosisConfig config;
+  PairFacts facts;
+  facts.flink_lag = 5000;
+  facts.input_rate = 10;
+  facts.flink_lag_trend = Trend::kFalling;
+  facts.group_known = true;
+  facts.group_has_offsets = true;
+  facts.job_age_seconds = 600;
+  CHECK(PairEvidenceFrom(facts, config).empty());  // catching up after a failover: fine
+  facts.moved_back = MovedBack::kRestore;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) ==
+        Cause::kRestoredFromOldPosition);
+  facts.flink_lag_trend = Trend::kGrowing;  // the lag does not fall: late data wins
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kReallyBehind);
+  facts.flink_lag_trend = Trend::kFalling;
+  facts.moved_back = MovedBack::kReplay;
+  facts.regressions_in_window = 1;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kReplaying);
+  facts.regressions_in_window = 3;  // back and forth: two writers
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kSharedGroupId);
+  facts.regressions_in_window = 0;
+  facts.moved_back = MovedBack::kNo;
+  facts.other_job_on_same_partitions = true;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kSharedGroupId);
+}
+
+TEST_CASE("pair rules: a source that commits nothing by design is a fact, not offsets_missing") {
+  config::DiagnosisConfig config;
+  PairFacts facts;
+  facts.job_age_seconds = 600;
+  facts.checkpointing = true;
+  facts.expected_checkpoint_gap_seconds = 10;
+  facts.checkpoint_age_seconds = 5;
+  facts.commits_nothing = true;
+  CHECK(PairEvidenceFrom(facts, config).empty());
+  facts.group_expected = true;  // the operator says it commits to a group
+  CHECK(PairEvidenceFrom(facts, config).Has(Cause::kOffsetsMissing));
+  facts.commits_nothing = false;
+  facts.group_expected = false;
+  facts.group_candidates = true;  // a quiet topic: two groups hold the same offsets
+  CHECK_FALSE(PairEvidenceFrom(facts, config).Has(Cause::kOffsetsMissing));
+}
+
+TEST_CASE("pair rules: min-pause widens the gap a checkpoint may have") {
+  config::DiagnosisConfig config;
+  PairFacts facts;
+  facts.job_age_seconds = 600;
+  facts.group_known = true;
+  facts.group_has_offsets = true;
+  facts.checkpointing = true;
+  facts.expected_checkpoint_gap_seconds = 10;
+  facts.checkpoint_age_seconds = 40;
+  CHECK(PairEvidenceFrom(facts, config).Has(Cause::kCheckpointsFailing));
+  facts.expected_checkpoint_gap_seconds = 32;  // interval 10 s, min pause 30 s, duration 2 s
+  CHECK_FALSE(PairEvidenceFrom(facts, config).Has(Cause::kCheckpointsFailing));
+}
+
+TEST_CASE("pair rules: the job's lifecycle") {
+  config::DiagnosisConfig config;
+  PairFacts facts;
+  facts.lifecycle = JobLifecycle::kNotRunning;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kRestarting);
+  facts.restarts_in_window = 3;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kRestartLoop);
+  facts = {};
+  facts.lifecycle = JobLifecycle::kGone;
+  facts.not_running_seconds = 60;  // a redeploy takes that long
+  facts.group_lag_growing = true;
+  CHECK(PairEvidenceFrom(facts, config).empty());
+  facts.not_running_seconds = 121;
+  CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kJobGone);
+  facts.group_lag_growing = false;  // gone, but nothing waits for it
+  CHECK(PairEvidenceFrom(facts, config).empty());
 }

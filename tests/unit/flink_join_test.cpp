@@ -11,7 +11,7 @@ using namespace lagsight;
 flink::FlinkSnapshot OneJob(std::map<flink::MetricTopicPartition, flink::SourceOffsets> partitions,
                             std::string job_name = "orders-enrichment") {
   flink::FlinkJob job;
-  job.overview = {"jid1", std::move(job_name), "RUNNING", 0};
+  job.overview = {"jid1", std::move(job_name), "RUNNING", 0, {}, {}};
   flink::SourceReader reader;
   reader.vertex_id = "v1";
   reader.name = "Source: orders-source -> Map";
