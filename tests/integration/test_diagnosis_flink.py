@@ -247,7 +247,10 @@ def lagsight_config(bootstrap: str, rest_url: str) -> dict:
             "poll_interval": "1s", "request_timeout": "5s",
             # Where the group's offsets cannot match the job's own (another member commits in
             # its place, or two jobs take turns), the operator names the job's group.
+            # A job with commits switched off commits nothing, as one without group.id does:
+            # only the operator's mapping says a group is expected of it.
             "groups": [{"job": name("commits-failing"), "group": name("commits-failing")},
+                       {"job": name("commits-off"), "group": name("commits-off")},
                        {"job": f"{name('shared')}-[ab]", "group": name("shared")}],
         }],
         "diagnosis": {"window": f"{WINDOW_SECONDS}s", "confirm_polls": CONFIRM_POLLS,
@@ -351,31 +354,33 @@ def join_evidence(scenarios: Scenarios, jid: str, job_name: str, group: str, top
 
 
 def test_offsets_missing_commits_off(scenarios, diagnosis_results):
-    """A job with a group id but commit.offsets.on.checkpoint=false: its group never gets
-    offsets, so lagsight finds no group for it (pair with group="")."""
+    """A job with a group id but commit.offsets.on.checkpoint=false, mapped to its group by the
+    config: the group never gets offsets, so they are missing."""
     result = diagnosis_results("offsets_missing: commits switched off", "offsets_missing",
                                FLINK_LINE)
     topic = scenarios.topic("commits-off", rate=20)
     spec = JobSpec(name("commits-off"), [topic], group=name("commits-off"), commit=False)
     t0 = time.monotonic()
     jid = scenarios.flink.submit(spec)
-    result.watch = scenarios.watch("", spec.name, t0=t0)
+    result.watch = scenarios.watch(spec.group, spec.name, t0=t0)
     try:
         scenarios.flink.wait_for_completed_checkpoints(jid, 3)
         # Ground truth: checkpoints complete, the reader commits nothing, the group has no
         # offsets in Kafka.
         assert source_counters(scenarios.flink, jid)["commitsSucceeded"] == 0
         assert group_committed(scenarios.bootstrap, spec.group) == {}
-        result.note("commit=false, 3+ checkpoints completed, commitsSucceeded 0, "
-                    "kafka-consumer-groups shows no offsets for the group")
+        result.note("commit=false, mapped to its group, 3+ checkpoints completed, "
+                    "commitsSucceeded 0, kafka-consumer-groups shows no offsets for the group")
         detect(result.watch, "offsets_missing")
     finally:
         cancel_quietly(scenarios.flink, jid)
 
 
-def test_offsets_missing_no_group(scenarios, diagnosis_results):
-    """A job without group.id: the connector commits nothing (pair with group="")."""
-    result = diagnosis_results("offsets_missing: no group id", "offsets_missing", FLINK_LINE)
+def test_no_group_id_commits_nothing_by_design(scenarios, diagnosis_results):
+    """A job without group.id: the connector commits nothing, by design (it says so in its log).
+    That is a fact lagsight shows (commit mode none), not a problem: the pair (group="") stays
+    healthy and never gets offsets_missing."""
+    result = diagnosis_results("no group id: commits nothing by design", "healthy", FLINK_LINE)
     topic = scenarios.topic("no-group", rate=20)
     spec = JobSpec(name("no-group"), [topic], group=None, start="earliest")
     t0 = time.monotonic()
@@ -387,7 +392,14 @@ def test_offsets_missing_no_group(scenarios, diagnosis_results):
         assert source_offsets(scenarios.flink, jid, "committedOffset") == {}
         result.note("no group.id, 3+ checkpoints completed, commitsSucceeded 0, "
                     "committedOffset unset")
-        detect(result.watch, "offsets_missing")
+        wait_until(lambda: scenarios.metric("lagsight_flink_source_commit_mode",
+                                            job_name=spec.name, mode="none"), DETECT_TIMEOUT,
+                   "commit mode none")
+        result.watch.wait_for("healthy", DETECT_TIMEOUT)
+        result.watch.hold(2 * WINDOW_SECONDS)
+        result.watch.close()
+        assert "offsets_missing" not in result.watch.seen(), result.watch.history()
+        assert not result.watch.false_causes("healthy"), result.watch.history()
     finally:
         cancel_quietly(scenarios.flink, jid)
 
