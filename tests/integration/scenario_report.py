@@ -327,11 +327,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         reports[item.nodeid] = report
 
 
+ROUTINE_PREFIX = "routine: "
+
+
+def _row_key(row: dict) -> str:
+    """Cause scenarios are one row each; routine operations one row per Flink line."""
+    if row["scenario"].startswith(ROUTINE_PREFIX):
+        return f"{row['scenario']} @ {row.get('flink', '')}"
+    return row["scenario"]
+
+
 def _load_previous() -> dict[str, dict]:
     if not RESULTS_JSON.exists():
         return {}
     try:
-        return {row["scenario"]: row for row in json.loads(RESULTS_JSON.read_text())["rows"]}
+        return {_row_key(row): row for row in json.loads(RESULTS_JSON.read_text())["rows"]}
     except (ValueError, KeyError, TypeError):  # empty (just created) or unreadable: start over
         return {}
 
@@ -359,7 +369,10 @@ def render_markdown(rows: list[dict], written: str, commit: str, flink_lines: li
         "| notes | run (date, commit, lagsight revision, Flink) |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    routine = [row for row in rows if row["scenario"].startswith(ROUTINE_PREFIX)]
     for row in rows:
+        if row in routine:
+            continue
         seconds = "—" if row.get("seconds") is None else f"{row['seconds']:.1f}"
         falses = ", ".join(row.get("false_causes") or []) or "none"
         run = ", ".join(x for x in (row.get("date", ""), row.get("commit", ""),
@@ -369,6 +382,34 @@ def render_markdown(rows: list[dict], written: str, commit: str, flink_lines: li
             f"| {_cell(row['scenario'])} | `{row['cause']}` | "
             f"{'yes' if row['detected'] else 'no'} | {seconds} | {_cell(falses)} | "
             f"{row.get('outcome', '')} | {_cell(row.get('notes', ''))} | {_cell(run)} |")
+    if routine:
+        lines += [
+            "",
+            "## Routine operations",
+            "",
+            "What a Flink fleet does every day (tests/integration/test_routine_operations.py),",
+            "on both Flink lines with Flink's defaults. The causes lagsight exported for the job",
+            "after the operation, in order, with seconds since it; a false cause is any other",
+            "than `healthy`, `long_checkpoint_interval` and the ones true for the operation. The",
+            "target is 0 false causes.",
+            "",
+            "| operation | Flink | causes seen in order (s after the operation) | false causes "
+            "| verdict | how it was done | run (date, commit) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in sorted(routine, key=lambda r: (r["scenario"], r.get("flink", ""))):
+            notes = row.get("notes", "")
+            marker = "exported causes after t0: "
+            timeline = notes[notes.index(marker) + len(marker):] if marker in notes else "—"
+            how = notes[:notes.index(marker)].rstrip("; ") if marker in notes else notes
+            falses = row.get("false_causes") or []
+            passed = row.get("outcome") == "passed"
+            verdict = ("0 false causes" if passed and not falses
+                       else f"{len(falses)} false" if falses else row.get("outcome", ""))
+            lines.append(
+                f"| {_cell(row['scenario'][len(ROUTINE_PREFIX):])} | {row.get('flink', '')} | "
+                f"{_cell(timeline)} | {_cell(', '.join(falses) or 'none')} | {verdict} | "
+                f"{_cell(how)} | {_cell(row.get('date', '') + ', ' + row.get('commit', ''))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -389,7 +430,7 @@ def _write_results(session: pytest.Session, rows: list[ScenarioRow]) -> None:
     for row in rows:
         report = reports.get(row.test)
         row.outcome = "unknown" if report is None else ("failed" if report.failed else "passed")
-        merged[row.scenario] = asdict(row)
+        merged[_row_key(asdict(row))] = asdict(row)
     written = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     commit = _git_head()
     flink_lines = sorted({row.flink for row in rows if row.flink})

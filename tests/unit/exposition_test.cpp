@@ -6,7 +6,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <set>
+
+#include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
+#include "metrics/flink_metrics.h"
 #include "metrics/kafka_metrics.h"
 #include "metrics/process_metrics.h"
 
@@ -99,4 +103,61 @@ TEST_CASE("a failed poll serves health series only, no stale lag") {
 TEST_CASE("a cluster never polled successfully has no last-poll timestamp") {
   metrics::PollStatus status{false, 10.0, std::nullopt, 1, 1};
   CHECK(Render(status, nullptr).find("last_poll_timestamp") == std::string::npos);
+}
+
+namespace {
+
+// Every series line of an exposition (name and labels, without the value), for duplicates.
+std::vector<std::string> SeriesOf(const std::string& text) {
+  std::vector<std::string> series;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    series.push_back(line.substr(0, line.rfind(' ')));
+  }
+  return series;
+}
+
+}  // namespace
+
+TEST_CASE("a Flink job with two sources of one name committing to one group: no duplicate series") {
+  flink::FlinkJob job;
+  job.overview = {"0a9b8c7d6e5f40312233445566778899", "enrich", "RUNNING", 0, 3, {}};
+  for (const char* vertex : {"cbc357ccb763df2852fee8c4fc7d55f2", "feca28aff5a3958840bee985ee7de4d3"}) {
+    flink::SourceReader reader;
+    reader.vertex_id = vertex;
+    reader.name = "Source: Kafka Source";  // the connector's default name, twice
+    reader.partitions[{"orders", 0}] = {99, 100};
+    reader.commits_succeeded = 4;
+    job.sources.push_back(reader);
+  }
+  flink::FlinkSnapshot snapshot;
+  snapshot.jobs = {job};
+  kafka::KafkaSnapshot kafka_snapshot;
+  kafka_snapshot.all_topics = {"orders"};
+  kafka_snapshot.topic_partitions = {{"orders", 1}};
+  kafka_snapshot.partitions = {{{"orders", 0}, {0, 120}}};
+  kafka::ConsumerGroup group;
+  group.id = "enrich";
+  group.committed = {{{"orders", 0}, 100}};
+  kafka_snapshot.groups = {group};
+  config::FlinkClusterConfig flink_config;
+  flink_config.name = "mini";
+  flink_config.kafka_cluster = "prod";
+  const auto joins =
+      analysis::JoinFlinkWithKafka(flink_config, snapshot, {{"prod", &kafka_snapshot}});
+  REQUIRE(joins.size() == 2);
+  CHECK(joins[0].source != joins[1].source);
+
+  metrics::FamilyBuilder builder;
+  metrics::PollStatus status;
+  status.up = true;
+  metrics::AppendFlinkMetrics("mini", status, &snapshot, joins, 1700000000, builder);
+  const std::string text = metrics::Serialize(std::move(builder).Build());
+  const std::vector<std::string> series = SeriesOf(text);
+  const std::set<std::string> unique(series.begin(), series.end());
+  CHECK(unique.size() == series.size());
+  CHECK(text.find("lagsight_flink_job_group_info") != std::string::npos);
+  CHECK(text.find("lagsight_flink_job_restarts_total") != std::string::npos);
 }

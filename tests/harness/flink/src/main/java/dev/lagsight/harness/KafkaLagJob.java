@@ -76,6 +76,10 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * fail-checkpoints-file=PATH while PATH exists, every checkpoint fails in its asynchronous
  *                            part (the job keeps running; the failure counts against
  *                            tolerable-failures)
+ * fail-records-file=PATH     while PATH exists, the map throws on every record: a task failure,
+ *                            and Flink restarts the job by its restart strategy (a failover;
+ *                            a restart loop for as long as PATH stays)
+ * min-pause=MS               execution.checkpointing.min-pause (default Flink's, 0)
  * source=NAME                source operator name (default NAME-source); also its uid
  * map=NAME                   map operator name (default NAME-map); also its uid
  * sink=NAME                  sink name (default NAME-sink)
@@ -158,19 +162,34 @@ public final class KafkaLagJob {
         private final long delayMicros;
         private final String delayFile;
         private final String failCheckpointsFile;
+        private final String failRecordsFile;
+        private transient long nextFailFileCheckNanos;
+        private transient boolean failing;
         private transient long effectiveDelayMicros;
         private transient long nextDelayFileCheckNanos;
         private transient boolean initialized;
         private transient ListState<Integer> failSwitch;
 
-        DelayMap(long delayMicros, String delayFile, String failCheckpointsFile) {
+        DelayMap(long delayMicros, String delayFile, String failCheckpointsFile,
+                String failRecordsFile) {
             this.delayMicros = delayMicros;
             this.delayFile = delayFile;
             this.failCheckpointsFile = failCheckpointsFile;
+            this.failRecordsFile = failRecordsFile;
         }
 
         @Override
         public String map(String value) {
+            if (failRecordsFile != null) {
+                long now = System.nanoTime();
+                if (now - nextFailFileCheckNanos >= 0) {
+                    nextFailFileCheckNanos = now + TimeUnit.MILLISECONDS.toNanos(200);
+                    failing = Files.exists(Paths.get(failRecordsFile));
+                }
+                if (failing) {
+                    throw new IllegalStateException("failing on purpose: " + failRecordsFile + " exists");
+                }
+            }
             long delay = currentDelayMicros();
             if (delay > 0) {
                 long deadline = System.nanoTime() + delay * 1000L;
@@ -341,6 +360,9 @@ public final class KafkaLagJob {
             if (tolerable != null) {
                 conf.put("execution.checkpointing.tolerable-failed-checkpoints", tolerable);
             }
+            if (spec.values.containsKey("min-pause")) {
+                conf.put("execution.checkpointing.min-pause", spec.get("min-pause", "0") + " ms");
+            }
         }
         if (spec.values.containsKey("restore")) {
             conf.put("execution.state-recovery.path", spec.get("restore", ""));
@@ -361,7 +383,8 @@ public final class KafkaLagJob {
                 .uid(sourceName);
         var mapped = records
                 .map(new DelayMap(Long.parseLong(spec.get("delay-us", "0")),
-                        spec.values.get("delay-file"), failFile))
+                        spec.values.get("delay-file"), failFile,
+                        spec.values.get("fail-records-file")))
                 .name(mapName)
                 .uid(mapName);
         if (!Boolean.parseBoolean(spec.get("chain", "false"))) {

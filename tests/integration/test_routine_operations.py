@@ -1,0 +1,563 @@
+"""Routine operations of a Flink fleet on real Kafka + real Flink: the diagnosis must not cry wolf.
+
+What a fleet does every day (failovers, upgrades and rescales from savepoints, fresh starts and
+offset resets, slow checkpoints, a REST outage, quiet topics, shared group ids on disjoint
+topics, restart loops, redeploys, new partitions) runs here as one scenario each, on both Flink
+lines, with Flink's default configuration (metrics.fetcher.update-interval 10 s). The target is
+**0 false causes**: after the operation lagsight may show only `healthy`,
+`long_checkpoint_interval` and the causes that are true for it (`restarting` during a failover,
+`replaying` during an intended replay, `really_behind` under a backlog that grows).
+
+All scenarios of a Flink line run side by side in one MiniCluster, one broker and one lagsight
+(the REST outage has its own lagsight behind a TCP proxy, so the outage touches nothing else);
+each test waits for its own scenario and asserts its timeline. Ground truth comes from the real
+systems (Flink REST: job states, numRestarts, savepoints; Kafka's offsets), never from lagsight.
+Results go to the "Routine operations" table of docs/diagnosis-results.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+import promtext
+from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
+from flink_job import FlinkJob, JobSpec
+from scenario_report import BASELINE_CAUSES, DiagnosisWatch
+from test_diagnosis_flink import SteadyProducer, source_counters
+from workload import add_partitions, create_topic, produce
+
+FLINK_LINES = ["2.x", "1.20"]
+FLINK_CLUSTER = "mini"
+WINDOW_SECONDS = 30
+CONFIRM_POLLS = 2
+LAG_THRESHOLD_RECORDS = 400
+BASELINE_TIMEOUT = 150.0   # the first commit on a loaded 2-core machine takes a while
+OBSERVE_SECONDS = 60.0     # after an operation ends, at least this long
+SETTLE_TIMEOUT = 180.0     # until the pair is healthy again
+RATE = 20                  # records/s of every scenario's topic
+SCENARIO_TIMEOUT = 900.0
+
+# One submission at a time: FlinkJob.submit reads the answers of the one harness JVM.
+_SUBMIT = threading.Lock()
+
+
+# ----------------------------------------------------------------------------------------------
+# Watching a job whatever group it is paired with
+
+
+class JobWatch(DiagnosisWatch):
+    """A DiagnosisWatch of every pair of one job name (any group): a job whose group is not
+    known yet, or ambiguous, is still watched."""
+
+    def __init__(self, lagsight: LagsightProcess, job_name: str, t0: float | None = None) -> None:
+        super().__init__(lagsight, kafka_cluster=CLUSTER, group="", job_name=job_name, t0=t0)
+
+    def _causes_in(self, metrics: promtext.Samples) -> frozenset[str]:
+        return frozenset(dict(labels)["cause"]
+                         for labels, value in promtext.select(
+                             metrics, "lagsight_diagnosis", kafka_cluster=CLUSTER,
+                             job_name=self.labels["job_name"]).items()
+                         if value == 1)
+
+    def _related_in(self, metrics: promtext.Samples) -> frozenset[str]:
+        return frozenset(f"{dict(labels)['group'] or '(no group)'}: {dict(labels)['cause']}"
+                         for labels in promtext.select(metrics, "lagsight_diagnosis",
+                                                       kafka_cluster=CLUSTER,
+                                                       job_name=self.labels["job_name"]))
+
+
+# ----------------------------------------------------------------------------------------------
+# A TCP proxy whose listener can go away (a Flink REST outage as lagsight sees it)
+
+
+class OutageProxy:
+    """Forwards 127.0.0.1:port to a target; ``outage(seconds)`` refuses and drops every
+    connection for that long, then listens again on the same port."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self._up = threading.Event()
+        self._stop = threading.Event()
+        self._connections: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._listen()
+        threading.Thread(target=self._accept_loop, daemon=True, name="outage-proxy").start()
+
+    def _listen(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        listener.settimeout(0.2)
+        self._listener = listener
+        self._up.set()
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._up.is_set():
+                time.sleep(0.1)
+                continue
+            try:
+                client, _ = self._listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def outage(self, seconds: float) -> None:
+        self._up.clear()
+        self._listener.close()
+        with self._lock:
+            for connection in self._connections:
+                try:
+                    connection.close()
+                except OSError:
+                    pass
+            self._connections.clear()
+        time.sleep(seconds)
+        self._listen()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._up.clear()
+        if self._listener is not None:
+            self._listener.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# The module's systems and its scenarios
+
+
+@dataclass
+class Operation:
+    """One routine operation: its timeline runs in a thread; the test reads what it saw."""
+    key: str
+    title: str
+    run: Callable[[Env, Operation], None]
+    expected: str = "healthy"          # the cause the operation must show (healthy: none)
+    allowed: frozenset[str] = frozenset()   # causes that are true for it as well
+    watch: DiagnosisWatch | None = None
+    notes: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+@dataclass
+class Env:
+    line: str
+    bootstrap: str
+    prefix: str
+    flink: FlinkJob
+    lagsight: LagsightProcess
+    work_dir: Path
+    lagsight_binary: Path
+    producers: list[SteadyProducer] = field(default_factory=list)
+    extra_lagsights: list[LagsightProcess] = field(default_factory=list)
+    proxies: list[OutageProxy] = field(default_factory=list)
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}-{key}"
+
+    def topic(self, key: str, partitions: int = 1, rate: float = RATE, prefill: int = 0) -> str:
+        topic = self.name(key)
+        create_topic(self.bootstrap, topic, partitions)
+        if prefill:
+            produce(self.bootstrap, topic, [prefill // partitions] * partitions)
+        if rate:
+            self.producers.append(SteadyProducer(self.bootstrap, topic, partitions, rate))
+        return topic
+
+    def submit(self, spec: JobSpec) -> str:
+        with _SUBMIT:
+            return self.flink.submit(spec)
+
+
+def lagsight_config(bootstrap: str, rest_url: str, prefix: str, jobs: str = ".*") -> dict:
+    return {
+        "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
+                   "request_timeout": "5s",
+                   "groups": {"allow": [f"{prefix}.*"]},
+                   "topics": {"allow": [f"{prefix}.*"]}}],
+        "flink": [{"name": FLINK_CLUSTER, "rest_url": rest_url, "kafka_cluster": CLUSTER,
+                   "poll_interval": "1s", "request_timeout": "5s",
+                   "jobs": {"allow": [jobs]}}],
+        "diagnosis": {"window": f"{WINDOW_SECONDS}s", "confirm_polls": CONFIRM_POLLS,
+                      "lag_threshold_records": LAG_THRESHOLD_RECORDS},
+    }
+
+
+def num_restarts(flink: FlinkJob, jid: str) -> int:
+    status, body = flink.rest_get(f"/jobs/{jid}/metrics?get=numRestarts")
+    if status != 200 or not body:
+        return 0
+    return int(float(body[0]["value"]))
+
+
+def job_state(flink: FlinkJob, jid: str) -> str:
+    overview = flink.job_overview(jid)
+    return overview["state"] if overview else "UNKNOWN"
+
+
+def baseline(env: Env, op: Operation, jid: str, job_name: str) -> None:
+    """The job commits (REST) and lagsight calls it healthy; then the operation's clock starts."""
+    wait_until(lambda: source_counters(env.flink, jid)["commitsSucceeded"] >= 2,
+               BASELINE_TIMEOUT, f"{job_name} to commit twice")
+    op.watch = JobWatch(env.lagsight, job_name)
+    op.watch.wait_for("healthy", BASELINE_TIMEOUT)
+    op.watch.restart_clock()
+
+
+def settle(op: Operation, minimum: float = OBSERVE_SECONDS) -> None:
+    """Watches at least ``minimum`` seconds and until the pair is healthy again."""
+    start = time.monotonic()
+    op.watch.hold(minimum)
+    op.watch.wait_for("healthy", SETTLE_TIMEOUT, since=time.monotonic() - 1)
+    op.note(f"observed {time.monotonic() - start:.0f} s after the operation")
+
+
+def spec_for(env: Env, key: str, topics: list[str], **kwargs) -> JobSpec:
+    return JobSpec(env.name(key), topics, group=kwargs.pop("group", env.name(key)), **kwargs)
+
+
+def stop_with_savepoint(env: Env, jid: str) -> str:
+    path = env.flink.trigger_savepoint(jid, cancel_job=True)
+    env.flink.wait_for_state(jid, ("CANCELED",), 60)
+    return path
+
+
+# -- the operations ------------------------------------------------------------------------
+
+
+def op_failover(env: Env, op: Operation) -> None:
+    fail_file = env.work_dir / f"{op.key}.fail"
+    spec = spec_for(env, op.key, [env.topic(op.key)], fail_records_file=fail_file)
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    before = num_restarts(env.flink, jid)
+    fail_file.touch()
+    wait_until(lambda: num_restarts(env.flink, jid) > before, 60, "a restart (numRestarts)")
+    fail_file.unlink()
+    wait_until(lambda: job_state(env.flink, jid) == "RUNNING", 120, "RUNNING again")
+    op.note(f"a task failed on purpose; REST numRestarts {before} -> "
+            f"{num_restarts(env.flink, jid)}, restored from the latest checkpoint")
+    settle(op)
+
+
+def op_upgrade(env: Env, op: Operation) -> None:
+    spec = spec_for(env, op.key, [env.topic(op.key)])
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    path = stop_with_savepoint(env, jid)
+    time.sleep(10)  # the new version is being rolled out
+    new_jid = env.submit(dataclasses.replace(spec, restore=path))
+    op.note(f"savepoint + cancel, 10 s, redeploy from it ({jid[:8]} -> {new_jid[:8]})")
+    settle(op)
+
+
+def op_rescale(env: Env, op: Operation) -> None:
+    spec = spec_for(env, op.key, [env.topic(op.key, partitions=2)])
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    path = stop_with_savepoint(env, jid)
+    env.submit(dataclasses.replace(spec, restore=path, parallelism=2))
+    op.note("savepoint + cancel, redeploy from it with parallelism 1 -> 2")
+    settle(op)
+
+
+def op_fresh_start(env: Env, op: Operation) -> None:
+    topic = env.topic(op.key, prefill=2000)
+    spec = spec_for(env, op.key, [topic])
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    env.flink.cancel_job(jid)
+    # Reprocess from the beginning, at 100 records/s against 20 arriving: a visible replay.
+    env.submit(dataclasses.replace(spec, start="earliest", delay_us=10_000))
+    op.note("cancelled, resubmitted on the same group with start=earliest (no restore), "
+            "reading 100 records/s")
+    settle(op)
+
+
+def op_offset_reset(env: Env, op: Operation) -> None:
+    topic = env.topic(op.key, prefill=1000)
+    spec = spec_for(env, op.key, [topic])
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    env.flink.cancel_job(jid)
+    admin = AdminClient({"bootstrap.servers": env.bootstrap})
+    futures = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(spec.group, [TopicPartition(topic, 0, 0)])])
+    for future in futures.values():
+        future.result(timeout=30)
+    env.submit(dataclasses.replace(spec, delay_us=10_000))
+    op.note("job cancelled, its group's offset reset to 0 with the admin API, job restarted "
+            "from the committed offsets at 100 records/s")
+    settle(op)
+
+
+def op_min_pause(env: Env, op: Operation) -> None:
+    spec = spec_for(env, op.key, [env.topic(op.key)], checkpoint_ms=10_000, min_pause_ms=30_000)
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    op.note("checkpoint interval 10 s, min-pause 30 s: a checkpoint every ~30 s")
+    op.watch.hold(120)
+
+
+def op_backpressure(env: Env, op: Operation) -> None:
+    # 20 records/s of capacity against 40 arriving, with small network buffers: the source is
+    # backpressured and barriers queue behind the backlog, so checkpoints take long yet complete.
+    topic = env.topic(op.key, rate=0)
+    spec = spec_for(env, op.key, [topic], delay_us=50_000)
+    jid = env.submit(spec)
+    env.producers.append(SteadyProducer(env.bootstrap, topic, 1, 10))
+    baseline(env, op, jid, spec.name)
+    env.producers.append(SteadyProducer(env.bootstrap, topic, 1, 30))
+    op.watch.wait_for("really_behind", 240)
+    op.watch.hold(60)
+    status, checkpoints = env.flink.checkpoints(jid)
+    durations = [c.get("end_to_end_duration", 0) for c in checkpoints.get("history", [])
+                 if c.get("status") == "COMPLETED"]
+    op.note(f"10 then 40 records/s against 20/s of capacity; completed checkpoints "
+            f"{checkpoints['counts']['completed']}, slowest {max(durations or [0]) / 1000:.1f} s "
+            f"(interval 1 s)")
+
+
+def op_rest_outage(env: Env, op: Operation) -> None:
+    spec = spec_for(env, op.key, [env.topic(op.key)])
+    host, port = env.flink.rest_url.removeprefix("http://").split(":")
+    proxy = OutageProxy(host, int(port))
+    env.proxies.append(proxy)
+    own = LagsightProcess(env.lagsight_binary, env.work_dir / "lagsight-outage",
+                          lagsight_config(env.bootstrap, f"http://127.0.0.1:{proxy.port}",
+                                          env.name(op.key), jobs=f"{spec.name}"))
+    (env.work_dir / "lagsight-outage").mkdir()
+    own.start()
+    env.extra_lagsights.append(own)
+    jid = env.submit(spec)
+    wait_until(lambda: source_counters(env.flink, jid)["commitsSucceeded"] >= 2,
+               BASELINE_TIMEOUT, f"{spec.name} to commit twice")
+    op.watch = JobWatch(own, spec.name)
+    op.watch.wait_for("healthy", BASELINE_TIMEOUT)
+    op.watch.restart_clock()
+    kafka_only: list[str] = []
+
+    def watch_kafka_only() -> None:
+        end = time.monotonic() + 70
+        while time.monotonic() < end:
+            for labels in promtext.select(own.scrape(), "lagsight_diagnosis",
+                                          group=spec.group, job_id=""):
+                kafka_only.append(dict(labels)["cause"])
+            time.sleep(1)
+    watcher = threading.Thread(target=watch_kafka_only, daemon=True)
+    watcher.start()
+    proxy.outage(60)
+    watcher.join()
+    assert not kafka_only, f"the group was judged Kafka-only during the outage: {kafka_only}"
+    op.note("lagsight's Flink REST connection refused for 60 s (TCP proxy); the group was never "
+            "judged Kafka-only meanwhile")
+    settle(op, 30)
+
+
+def op_quiet_topic(env: Env, op: Operation) -> None:
+    topic = env.topic(op.key, rate=0, prefill=100)
+    first = spec_for(env, f"{op.key}-a", [topic], start="earliest")
+    second = spec_for(env, f"{op.key}-b", [topic], start="earliest")
+    jid = env.submit(first)
+    other = env.submit(second)
+    wait_until(lambda: source_counters(env.flink, other)["commitsSucceeded"] >= 2,
+               BASELINE_TIMEOUT, "the second job to commit twice")
+    op.watch = JobWatch(env.lagsight, second.name)
+    second_watch = JobWatch(env.lagsight, first.name)
+    try:
+        op.watch.hold(90)
+        second_watch.close()
+        assert "offsets_missing" not in second_watch.seen(), second_watch.history()
+    finally:
+        second_watch.close()
+    op.note(f"two caught-up jobs ({jid[:8]}, {other[:8]}), own groups, 100 records, nothing "
+            f"arrives: both groups hold the same offsets")
+
+
+def op_disjoint_topics(env: Env, op: Operation) -> None:
+    group = env.name(op.key)
+    first = spec_for(env, f"{op.key}-a", [env.topic(f"{op.key}-a")], group=group)
+    second = spec_for(env, f"{op.key}-b", [env.topic(f"{op.key}-b")], group=group)
+    env.submit(first)
+    jid = env.submit(second)
+    baseline(env, op, jid, second.name)
+    op.note("two jobs, one group id, disjoint topics")
+    op.watch.hold(90)
+
+
+def op_restart_loop(env: Env, op: Operation) -> None:
+    fail_file = env.work_dir / f"{op.key}.fail"
+    spec = spec_for(env, op.key, [env.topic(op.key)], fail_records_file=fail_file)
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    before = num_restarts(env.flink, jid)
+    fail_file.touch()
+    op.watch.wait_for("restart_loop", 180)
+    op.note(f"every record fails: REST numRestarts {before} -> {num_restarts(env.flink, jid)}")
+    fail_file.unlink()
+
+
+def op_redeploy(env: Env, op: Operation) -> None:
+    spec = spec_for(env, op.key, [env.topic(op.key)])
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    env.flink.cancel_job(jid)
+    new_jid = env.submit(spec)
+    op.note(f"cancelled and resubmitted under the same name ({jid[:8]} -> {new_jid[:8]})")
+    settle(op)
+
+
+def op_new_partitions(env: Env, op: Operation) -> None:
+    topic = env.topic(op.key, partitions=2)
+    spec = spec_for(env, op.key, [topic], discovery_ms=5_000)
+    jid = env.submit(spec)
+    baseline(env, op, jid, spec.name)
+    add_partitions(env.bootstrap, topic, 4)
+    old = next(p for p in env.producers if p.topic == topic)
+    env.producers.remove(old)
+    old.stop()
+    env.producers.append(SteadyProducer(env.bootstrap, topic, 4, RATE))
+    op.note("2 -> 4 partitions while the job runs with partition discovery every 5 s")
+    settle(op, 90)
+
+
+OPERATIONS = [
+    Operation("failover", "task failure, automatic restart from the last checkpoint",
+              op_failover, allowed=frozenset({"restarting"})),
+    Operation("upgrade", "stop with savepoint, redeploy from it (upgrade)", op_upgrade),
+    Operation("rescale", "rescale 1 -> 2 from a savepoint", op_rescale),
+    Operation("fresh-start", "fresh start from earliest on an existing group", op_fresh_start,
+              allowed=frozenset({"replaying"})),
+    Operation("offset-reset", "offset reset of the stopped job's group, then restart",
+              op_offset_reset, allowed=frozenset({"replaying"})),
+    Operation("min-pause", "checkpoint interval 10 s with min-pause 30 s", op_min_pause),
+    Operation("backpressure", "backpressure: checkpoints slow but completing", op_backpressure,
+              expected="really_behind", allowed=frozenset({"steady_backlog"})),
+    Operation("rest-outage", "Flink REST unreachable for 60 s", op_rest_outage),
+    Operation("quiet", "two caught-up jobs with their own groups on a quiet topic",
+              op_quiet_topic),
+    Operation("disjoint", "two jobs sharing a group id on disjoint topics", op_disjoint_topics),
+    Operation("restart-loop", "restart loop", op_restart_loop, expected="restart_loop",
+              allowed=frozenset({"restarting"})),
+    Operation("redeploy", "job cancelled and resubmitted under the same name", op_redeploy),
+    Operation("partitions", "topic gains partitions while the job runs (discovery on)",
+              op_new_partitions),
+]
+
+
+def _run(env: Env, op: Operation) -> None:
+    try:
+        op.run(env, op)
+    except BaseException as error:  # noqa: BLE001 - reported by the operation's test
+        op.error = error
+    finally:
+        op.done.set()
+
+
+@pytest.fixture(scope="module", params=FLINK_LINES)
+def routine(request, session_broker, lagsight_binary, tmp_path_factory) -> Iterator[tuple[Env, dict]]:
+    line = request.param
+    bootstrap = session_broker.bootstrap
+    prefix = f"ro{line.replace('.', '')}-{uuid.uuid4().hex[:5]}"
+    work_dir = tmp_path_factory.mktemp(f"routine-{line}")
+    flink = FlinkJob(line, [], work_dir / "flink", bootstrap=bootstrap,
+                     savepoint_dir=work_dir / "savepoints", slots=40, heap="1500m")
+    env = None
+    try:
+        flink.start()
+        lagsight = LagsightProcess(lagsight_binary, work_dir / "lagsight",
+                                   lagsight_config(bootstrap, flink.rest_url, prefix))
+        (work_dir / "lagsight").mkdir()
+        lagsight.start()
+        env = Env(line, bootstrap, prefix, flink, lagsight, work_dir, lagsight_binary)
+        operations = {op.key: dataclasses.replace(op, notes=[], done=threading.Event())
+                      for op in OPERATIONS}
+        for op in operations.values():
+            threading.Thread(target=_run, args=(env, op), daemon=True,
+                             name=f"routine-{op.key}").start()
+            time.sleep(2)  # staggered: thirteen submissions at once only queue up
+        yield env, operations
+    finally:
+        if env is not None:
+            for other in env.extra_lagsights:
+                other.stop()
+            for proxy in env.proxies:
+                proxy.close()
+            code = env.lagsight.stop()
+        flink.stop()
+        if env is not None:
+            for producer in env.producers:
+                producer.stop()
+            assert code == 0, f"lagsight exited with {code} on SIGTERM (see its log)"
+
+
+@pytest.fixture(autouse=True)
+def logs_on_failure(request, routine, session_broker) -> None:
+    env, _ = routine
+    _register_log_for_failures(request, "lagsight log", env.lagsight.log_file)
+    _register_log_for_failures(request, "flink log", env.flink.log_file)
+
+
+@pytest.mark.parametrize("key", [op.key for op in OPERATIONS])
+def test_routine_operation(routine, key, diagnosis_results):
+    env, operations = routine
+    op = operations[key]
+    result = diagnosis_results(f"routine: {op.title}", op.expected, env.line,
+                               allowed=BASELINE_CAUSES | op.allowed)
+    assert op.done.wait(SCENARIO_TIMEOUT), f"{key} did not finish in {SCENARIO_TIMEOUT} s"
+    result.watch = op.watch
+    for text in op.notes:
+        result.note(text)
+    if op.error is not None:
+        history = op.watch.history() if op.watch else "(no watch)"
+        raise AssertionError(f"{key} failed: {op.error!r}; lagsight's causes:\n{history}") \
+            from op.error
+    assert op.watch is not None
+    seen = op.watch.seen()
+    if op.expected != "healthy":
+        assert op.expected in seen, f"{op.expected} never shown:\n{op.watch.history()}"
+    falses = op.watch.false_causes(op.expected, BASELINE_CAUSES | op.allowed)
+    assert not falses, f"false causes {falses}:\n{op.watch.history()}"
