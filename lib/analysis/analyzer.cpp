@@ -93,6 +93,10 @@ struct JobHistory {
   std::optional<double> not_running_since;  // present, in a state other than RUNNING
   std::optional<double> missing_since;      // absent from its cluster's polls
   std::optional<std::int64_t> num_restarts;
+  // Per (source label, escaped topic, partition): the last currentOffset Flink served and the
+  // earliest time that value can have been taken (see AlignFlinkLag).
+  std::map<std::tuple<std::string, std::string, std::int32_t>, std::pair<std::int64_t, double>>
+      positions_taken;
 };
 
 struct FlinkClusterState {
@@ -309,10 +313,17 @@ struct Analyzer::State {
   void RecordFlink(const std::string& flink_cluster, const flink::FlinkSnapshot& snapshot,
                    double now) {
     FlinkClusterState& cluster = flink[flink_cluster];
+    const std::optional<double> previous_poll =
+        cluster.polled_at > 0 ? std::optional<double>(cluster.polled_at) : std::nullopt;
     cluster.polled_at = now;
     if (snapshot.metrics_fetch_interval_ms && *snapshot.metrics_fetch_interval_ms > 0) {
       cluster.metrics_fetch_interval = *snapshot.metrics_fetch_interval_ms / 1000;
     }
+    // A value first served now was taken by the JobManager's fetcher at most one refresh ago,
+    // and after the previous poll (which still served the old value).
+    const double refresh = cluster.metrics_fetch_interval;
+    const double taken_at_least =
+        now - (previous_poll ? std::min(refresh, now - *previous_poll) : refresh);
     std::set<std::string> present;
     std::set<std::string> running_names;
     for (const flink::FlinkJob& job : snapshot.jobs) {
@@ -365,7 +376,15 @@ struct Analyzer::State {
           }
         }
         bool committed_known = false;
-        for (const auto& [tp, offsets] : reader.partitions) committed_known |= offsets.committed.has_value();
+        for (const auto& [tp, offsets] : reader.partitions) {
+          committed_known |= offsets.committed.has_value();
+          if (!offsets.current) continue;
+          auto [taken, inserted] = history.positions_taken.try_emplace(
+              {labels[i], tp.escaped_topic, tp.partition}, *offsets.current, taken_at_least);
+          if (!inserted && taken->second.first != *offsets.current) {
+            taken->second = {*offsets.current, taken_at_least};
+          }
+        }
         series.Add({now, succeeded, reader.commits_failed.value_or(0), committed_known});
       }
     }
@@ -494,7 +513,7 @@ struct Analyzer::State {
         join.association = "matched";
         join.candidate_groups.clear();
       }
-      AlignFlinkLag(join, state, sources);
+      AlignFlinkLag(join, job, state, sources);
       SourceFindings source{join.job_id, join.job_name, join.source, {}, mode};
       if (series != job.sources.end() && !series->second.empty()) {
         const double failed = IncreaseOverWindow(
@@ -508,16 +527,20 @@ struct Analyzer::State {
     state.findings = std::move(findings);
   }
 
-  // The Flink-side lag against the log end as it was when the job's offsets were read: Flink
-  // serves metric values up to `metrics.fetcher.update-interval` old, and its poll is older than
-  // the Kafka poll. Against that time's log end the lag is a lower bound that is never inflated by
-  // the age of the position (against the latest log end, a healthy job at 150 records/s showed
-  // more lag than its own committed offsets).
-  void AlignFlinkLag(FlinkSourceJoin& join, const FlinkClusterState& state,
-                     const SourcesView& sources) const {
+  // The Flink-side lag against the log end as it was when the job's position was taken. The
+  // JobManager serves metric values refreshed at most every `metrics.fetcher.update-interval`
+  // (10 s by default), so a position is up to that old: against the latest log end a healthy job
+  // at 150 records/s showed more lag than its own committed offsets. The time a value was taken
+  // is bounded below by when lagsight first saw it (less the refresh interval, or less the gap
+  // since the previous poll, which still served the old value) and by the last refresh (a value
+  // unchanged for longer than the interval is current as of one interval ago). Against the log
+  // end of that time the lag is a lower bound, never inflated, and it does not rise between two
+  // refreshes only to fall at the next (that would be a sawtooth of lagsight's own making).
+  void AlignFlinkLag(FlinkSourceJoin& join, const JobHistory& job,
+                     const FlinkClusterState& state, const SourcesView& sources) const {
     const auto cluster = kafka.find(join.kafka_cluster);
     if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
-    const double taken = state.polled_at - state.metrics_fetch_interval;
+    const double refreshed = state.polled_at - state.metrics_fetch_interval;
     std::map<std::string, FlinkTopicJoin> topics;
     for (FlinkPartitionJoin& partition : join.partitions) {
       FlinkTopicJoin& topic = topics[partition.topic];
@@ -525,6 +548,12 @@ struct Analyzer::State {
       topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
       const auto history = cluster->second.log_ends.find({partition.topic, partition.partition});
       if (partition.current && history != cluster->second.log_ends.end()) {
+        double taken = refreshed;
+        const auto seen = job.positions_taken.find(
+            {join.source, flink::MetricTopicName(partition.topic), partition.partition});
+        if (seen != job.positions_taken.end() && seen->second.first == *partition.current) {
+          taken = std::max(taken, seen->second.second);
+        }
         if (const auto log_end = LogEndAt(history->second, taken)) {
           partition.flink_lag = std::max<std::int64_t>(
               0, static_cast<std::int64_t>(std::floor(*log_end)) - (*partition.current + 1));
@@ -899,7 +928,10 @@ struct Analyzer::State {
         if (topics.contains(topic.topic)) kafka_lag += topic.lag_sum;
       }
     }
-    pair.samples.Add({now, flink_lag, kafka_lag});
+    // Right after a (re)start the reader reports no positions yet: its lag is unknown, not 0
+    // (a 0 followed by the real backlog would read as a lag that grows).
+    const bool positions_known = !positions.empty();
+    if (positions_known) pair.samples.Add({now, flink_lag, kafka_lag});
     f.flink_lag = static_cast<double>(flink_lag);
     f.kafka_lag = static_cast<double>(kafka_lag);
     f.input_rate = InputRateOf(cluster, partitions, now);
@@ -955,7 +987,7 @@ struct Analyzer::State {
     // A job far behind may simply not have got its commit out yet: only a job that keeps up
     // and still never commits commits nothing.
     f.commits_nothing = f.checkpointing && all_commit_nothing && !broker_saw_commit &&
-                        !LagMatters(f.flink_lag, f.input_rate, config);
+                        positions_known && !LagMatters(f.flink_lag, f.input_rate, config);
 
     const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
     f.group_known = !group_id.empty();
@@ -970,7 +1002,9 @@ struct Analyzer::State {
     // committed offsets by more than the age of the position explains, or the group's offsets
     // going back since the job (re)started (its first commit from the older position).
     const bool lag_matters = LagMatters(f.flink_lag, f.input_rate, config);
-    if (!lag_matters) {
+    if (!positions_known) {
+      // Nothing to compare yet.
+    } else if (!lag_matters) {
       pair.moved_back = MovedBack::kNo;  // caught up
     } else if (pair.moved_back == MovedBack::kNo && history != nullptr) {
       double deficit = 0;
@@ -1023,9 +1057,10 @@ struct Analyzer::State {
 
     const GroupFindings* findings = GroupIndex::Find(index.findings, group_id);
     f.offsets_expiring = group != nullptr && ExpiringSoon(findings, snapshot);
+    // In records: what Kafka's tools show, and what would alarm anyone reading them.
     f.sawtooth_large = findings != nullptr && findings->sawtooth.detected &&
-                       LagMatters(findings->sawtooth.amplitude_records.value_or(0), f.input_rate,
-                                  config);
+                       findings->sawtooth.amplitude_records.value_or(0) >=
+                           static_cast<double>(config.lag_threshold_records);
     return f;
   }
 

@@ -464,8 +464,10 @@ def test_commits_failing(scenarios, diagnosis_results):
         start = source_counters(scenarios.flink, jid)
         first = wait_until(lambda: failing_since(start), 60, "commitsFailed to rise by 3")
         cp_first = checkpoint_counts(scenarios.flink, jid)["completed"]
-        time.sleep(5)
-        later = source_counters(scenarios.flink, jid)
+        # Flink serves the counters refreshed every metrics.fetcher.update-interval (10 s).
+        later = wait_until(lambda: (lambda c: c if c["commitsFailed"] > first["commitsFailed"]
+                                    else None)(source_counters(scenarios.flink, jid)),
+                           60, "commitsFailed to rise again")
         cp_later = checkpoint_counts(scenarios.flink, jid)["completed"]
         assert later["commitsFailed"] > first["commitsFailed"]
         assert later["commitsSucceeded"] == first["commitsSucceeded"]
