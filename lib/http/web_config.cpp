@@ -3,10 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
+
+#include "common/bounded_file.h"
 
 namespace lagsight::http {
 namespace {
@@ -172,6 +172,8 @@ std::optional<TlsServerConfig> ReadTls(const Reader& reader, const YAML::Node& n
 
 // Checks the modular-crypt shape of a bcrypt hash; whether it verifies is libcrypt's business.
 bool LooksLikeBcrypt(const std::string& hash) {
+  // Length first: std::regex recurses per character, and a bcrypt hash is always 60 long.
+  if (hash.size() != 60) return false;
   static const std::regex kBcrypt(R"(^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$)");
   return std::regex_match(hash, kBcrypt);
 }
@@ -228,11 +230,11 @@ Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view so
 }
 
 Result<WebConfig> LoadWebConfigFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{path + ": cannot read the web configuration file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  return ParseWebConfig(text.str(), path, std::filesystem::path(path).parent_path().string());
+  auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
+  if (!text) {
+    return Error{path + ": cannot read the web configuration file: " + text.error().message};
+  }
+  return ParseWebConfig(*text, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace lagsight::http

@@ -69,7 +69,7 @@ struct WebConfig {
 Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view source_name,
                                  std::string_view base_directory);
 
-// Reads and parses the file at `path`.
+// Reads (a regular file of at most kMaxConfigFileBytes) and parses the file at `path`.
 Result<WebConfig> LoadWebConfigFile(const std::string& path);
 
 }  // namespace lagsight::http
