@@ -212,7 +212,13 @@ Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view so
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     WebConfig config;
-    if (root.IsNull()) return config;  // an empty file: plain HTTP, no authentication
+    // An empty file would turn TLS and basic auth off; while running, a save that truncates the
+    // file first would open that window. Plain HTTP is asked for by leaving the flag out.
+    if (root.IsNull()) {
+      return Error{std::string(source_name) +
+                   ": the web configuration is empty (or only comments); for plain HTTP "
+                   "without authentication, leave out --web.config.file"};
+    }
     reader.RequireKeys(root, "",
                        {.supported = {"tls_server_config", "basic_auth_users"},
                         .unsupported = {"http_server_config", "rate_limit"}});

@@ -11,8 +11,9 @@
 //     prometheus: $2b$10$...           # bcrypt hash ($2a$, $2b$ or $2y$)
 //
 // Parsing is strict and pure (no file is opened): an unknown key, a wrong value or a malformed
-// bcrypt hash is an error naming the file, line and key. Keys that exporter-toolkit has but
-// lagsight does not implement are errors too ("not supported"), never silently ignored.
+// bcrypt hash is an error naming the file, line and key. An empty (or comment-only) file is an
+// error too: it would silently mean plain HTTP without authentication. Keys that exporter-toolkit
+// has but lagsight does not implement are errors too ("not supported"), never silently ignored.
 // Whether the certificate files load is checked when the TLS context is built (server_security.h).
 // Plain data: copyable, comparable.
 #pragma once
