@@ -11,6 +11,7 @@
 
 #include "common/bounded_file.h"
 #include "config/duration.h"
+#include "config/strict_yaml.h"
 
 namespace lagsight::config {
 namespace {
@@ -51,9 +52,11 @@ class Reader {
     throw ConfigProblem{where + ": " + (path.empty() ? "" : path + ": ") + what};
   }
 
-  // Rejects keys this version does not know: a typo must not silently disable a setting.
+  // Rejects keys this version does not know: a typo must not silently disable a setting. And keys
+  // written twice: yaml-cpp would silently use the first.
   void RequireOnlyKeys(const YAML::Node& map, const std::string& path,
                        std::initializer_list<std::string_view> known) const {
+    RequireDistinctKeys(map, path);
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
       bool found = false;
@@ -63,6 +66,12 @@ class Reader {
         for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
         Fail(entry.first, Join(path, key), "unknown key (known keys: " + list + ")");
       }
+    }
+  }
+
+  void RequireDistinctKeys(const YAML::Node& map, const std::string& path) const {
+    if (const auto repeated = FirstRepeatedKey(map)) {
+      Fail(*repeated, Join(path, repeated->Scalar()), "duplicate key");
     }
   }
 
@@ -247,6 +256,7 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   if (const YAML::Node props = node["properties"]) {
     const std::string props_path = path + ".properties";
     reader.RequireMap(props, props_path);
+    reader.RequireDistinctKeys(props, props_path);
     for (const auto& entry : props) {
       const std::string key = entry.first.as<std::string>();
       const std::string key_path = props_path + "." + key;

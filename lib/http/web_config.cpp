@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <regex>
-#include <set>
 
 #include "common/bounded_file.h"
+#include "config/strict_yaml.h"
 
 namespace lagsight::http {
 namespace {
@@ -54,7 +54,6 @@ class Reader {
   // Checks every key of `map` (and that none repeats: YAML would keep only one of them).
   void RequireKeys(const YAML::Node& map, const std::string& path, const KeySet& keys) const {
     if (!map.IsMap()) Fail(map, path, "must be a mapping of keys to values");
-    std::set<std::string> seen;
     for (const auto& entry : map) {
       const std::string key = Scalar(entry.first, path);
       const std::string key_path = path.empty() ? key : path + "." + key;
@@ -65,7 +64,10 @@ class Reader {
       if (!Contains(keys.supported, key)) {
         Fail(entry.first, key_path, "unknown key (known keys: " + List(keys.supported) + ")");
       }
-      if (!seen.insert(key).second) Fail(entry.first, key_path, "duplicate key");
+    }
+    if (const auto repeated = config::FirstRepeatedKey(map)) {
+      const std::string key = repeated->Scalar();
+      Fail(*repeated, path.empty() ? key : path + "." + key, "duplicate key");
     }
   }
 
