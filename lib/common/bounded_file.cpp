@@ -50,6 +50,12 @@ std::string DescribeByteCount(std::size_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
+std::optional<std::string> DescribeIfNotRegularFile(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return std::nullopt;
+  return std::string("not a regular file (it is ") + KindOf(info.st_mode) + ")";
+}
+
 Result<std::string> ReadBoundedFile(const std::string& path, std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
   const FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));

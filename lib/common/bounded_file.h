@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -24,6 +25,12 @@ inline constexpr std::size_t kMaxSecretFileBytes = 1024 * 1024;
 // without the path (callers say which file and which key named it), e.g.
 // "not a regular file (it is a character device)".
 Result<std::string> ReadBoundedFile(const std::string& path, std::size_t max_bytes);
+
+// For files that a library opens by name (OpenSSL's certificates and CAs): when `path` names
+// something that exists but is not a regular file, what it is ("a FIFO"); nullopt otherwise (a
+// missing file is left to the library's own error). Does not open the path, so a FIFO cannot
+// block it.
+std::optional<std::string> DescribeIfNotRegularFile(const std::string& path);
 
 // "16 MiB", "1 MiB", "512 KiB", "100 bytes": a limit as people write it.
 std::string DescribeByteCount(std::size_t bytes);

@@ -306,6 +306,16 @@ std::string ReadSecretFile(const Reader& reader, const YAML::Node& node, const s
   return secret;
 }
 
+// A certificate, key or CA file that OpenSSL opens by name later: a FIFO there would block the
+// daemon in that open, a device would be read without end.
+std::string TlsFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
+  std::string file_name = reader.String(node, path);
+  if (const auto problem = DescribeIfNotRegularFile(file_name)) {
+    reader.Fail(node, path, "\"" + file_name + "\" is " + *problem);
+  }
+  return file_name;
+}
+
 FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node,
                                     const std::string& path,
                                     const std::vector<KafkaClusterConfig>& kafka) {
@@ -354,11 +364,12 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
     reader.RequireMap(tls, tls_path);
     reader.RequireOnlyKeys(tls, tls_path,
                            {"ca_file", "cert_file", "key_file", "insecure_skip_verify"});
-    if (tls["ca_file"]) cluster.tls_ca_file = reader.String(tls["ca_file"], tls_path + ".ca_file");
+    if (tls["ca_file"])
+      cluster.tls_ca_file = TlsFile(reader, tls["ca_file"], tls_path + ".ca_file");
     if (tls["cert_file"])
-      cluster.tls_cert_file = reader.String(tls["cert_file"], tls_path + ".cert_file");
+      cluster.tls_cert_file = TlsFile(reader, tls["cert_file"], tls_path + ".cert_file");
     if (tls["key_file"])
-      cluster.tls_key_file = reader.String(tls["key_file"], tls_path + ".key_file");
+      cluster.tls_key_file = TlsFile(reader, tls["key_file"], tls_path + ".key_file");
     if (cluster.tls_cert_file.empty() != cluster.tls_key_file.empty()) {
       reader.Fail(tls, tls_path, "cert_file and key_file go together");
     }

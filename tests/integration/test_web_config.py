@@ -408,6 +408,17 @@ def run_check(binary: Path, tmp_path: Path, web_config: str) -> subprocess.Compl
 
 def test_bad_web_configs_are_clear_errors_at_check_and_at_start(lagsight_binary, tmp_path, pki):
     web = tmp_path / "web.yml"
+    # A FIFO as a certificate: opening it used to block (at start, or on the server's thread at a
+    # reload) until something wrote to it.
+    fifo = tmp_path / "cert.fifo"
+    os.mkfifo(fifo)
+    result = run_check(lagsight_binary, tmp_path,
+                       f"tls_server_config:\n  cert_file: {fifo}\n  key_file: {fifo}\n")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"{web}:2: tls_server_config.cert_file: cannot read \"{fifo}\": not a regular file "
+        f"(it is a FIFO)")
+
     for empty in ("", "# nothing here yet\n"):
         result = run_check(lagsight_binary, tmp_path, empty)
         assert result.returncode == 1, empty

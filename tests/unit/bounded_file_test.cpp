@@ -72,6 +72,17 @@ TEST_CASE("devices, FIFOs and directories are refused without reading or blockin
   CHECK(absent.error().message == "No such file or directory");
 }
 
+TEST_CASE("files opened by name elsewhere are checked without being opened") {
+  using lagsight::DescribeIfNotRegularFile;
+  TempDir dir;
+  const fs::path fifo = dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(DescribeIfNotRegularFile(fifo) == "not a regular file (it is a FIFO)");
+  CHECK(DescribeIfNotRegularFile("/dev/zero") == "not a regular file (it is a character device)");
+  CHECK_FALSE(DescribeIfNotRegularFile(WriteFile(dir.path() / "ca.pem", 10)).has_value());
+  CHECK_FALSE(DescribeIfNotRegularFile(dir.path() / "absent").has_value());  // the library's to say
+}
+
 TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize files") {
   const auto config =
       lagsight::config::LoadConfigFile("/dev/zero", lagsight::config::ProcessEnvironment());

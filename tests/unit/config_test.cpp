@@ -34,7 +34,7 @@ lagsight::Result<Config> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad config fails with the exact message in its .error file") {
-  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 48);
+  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 49);
 }
 
 TEST_CASE("a minimal config gets the documented defaults") {
