@@ -21,6 +21,7 @@
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
 #include "analysis/offset_regressions.h"
+#include "common/bounded_file.h"
 #include "flink/collector.h"
 #include "http/listen_address.h"
 #include "http/server.h"
@@ -47,11 +48,9 @@ double UnixNow() {
 }
 
 Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{path + ": cannot read the configuration file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
+  if (!text) return Error{path + ": cannot read the configuration file: " + text.error().message};
+  return text;
 }
 
 std::string Base64(std::string_view in) {

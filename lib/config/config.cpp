@@ -1,19 +1,37 @@
 #include "config/config.h"
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
-#include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
+#include "common/bounded_file.h"
 #include "config/duration.h"
+#include "config/strict_yaml.h"
 
 namespace lagsight::config {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Bounds on what a string value may hold (after "${VAR}" expansion). Far above any sane value;
+// they exist so a runaway value is a clear error, not a slow or failing daemon.
+constexpr std::size_t kMaxStringLength = 4096;
+// librdkafka properties may carry whole PEM bundles (ssl.ca.pem).
+constexpr std::size_t kMaxPropertyValueLength = 1024 * 1024;
+// A cluster name becomes a label value on every series.
+constexpr std::size_t kMaxClusterNameLength = 128;
+
+// Ranges of the durations, documented in the README ("Hardening: config and web config").
+constexpr milliseconds kMinPeriod{100};
+constexpr milliseconds kMaxPollInterval = std::chrono::hours(24);
+constexpr milliseconds kMaxTimeout = std::chrono::hours(1);
+constexpr milliseconds kMinDiagnosisWindow = std::chrono::seconds(5);
+constexpr milliseconds kMaxDiagnosisWindow = std::chrono::hours(24);
 
 // Thrown inside this file only, turned into an Error at the ParseConfig boundary; keeps the
 // walking code readable without threading a Result through every helper.
@@ -34,9 +52,11 @@ class Reader {
     throw ConfigProblem{where + ": " + (path.empty() ? "" : path + ": ") + what};
   }
 
-  // Rejects keys this version does not know: a typo must not silently disable a setting.
+  // Rejects keys this version does not know: a typo must not silently disable a setting. And keys
+  // written twice: yaml-cpp would silently use the first.
   void RequireOnlyKeys(const YAML::Node& map, const std::string& path,
                        std::initializer_list<std::string_view> known) const {
+    RequireDistinctKeys(map, path);
     for (const auto& entry : map) {
       const std::string key = entry.first.as<std::string>();
       bool found = false;
@@ -49,13 +69,26 @@ class Reader {
     }
   }
 
+  void RequireDistinctKeys(const YAML::Node& map, const std::string& path) const {
+    if (const auto repeated = FirstRepeatedKey(map)) {
+      Fail(*repeated, Join(path, repeated->Scalar()), "duplicate key");
+    }
+  }
+
   void RequireMap(const YAML::Node& node, const std::string& path) const {
     if (!node.IsMap()) Fail(node, path, "must be a mapping of keys to values");
   }
 
-  std::string String(const YAML::Node& node, const std::string& path) const {
+  std::string String(const YAML::Node& node, const std::string& path,
+                     std::size_t max_length = kMaxStringLength) const {
     if (!node.IsScalar()) Fail(node, path, "must be a string");
-    return ExpandEnvironment(node, path, node.Scalar());
+    std::string value = ExpandEnvironment(node, path, node.Scalar());
+    if (value.size() > max_length) {
+      Fail(node, path,
+           "is " + std::to_string(value.size()) + " characters long; at most " +
+               std::to_string(max_length) + " are allowed");
+    }
+    return value;
   }
 
   std::vector<std::string> StringList(const YAML::Node& node, const std::string& path) const {
@@ -68,13 +101,17 @@ class Reader {
     return out;
   }
 
-  milliseconds Duration(const YAML::Node& node, const std::string& path,
-                        milliseconds minimum) const {
+  milliseconds Duration(const YAML::Node& node, const std::string& path, milliseconds minimum,
+                        milliseconds maximum) const {
     auto parsed = ParseDuration(String(node, path));
     if (!parsed) Fail(node, path, parsed.error().message);
     if (*parsed < minimum) {
       Fail(node, path,
            "must be at least " + FormatDuration(minimum) + ", got \"" + node.Scalar() + "\"");
+    }
+    if (*parsed > maximum) {
+      Fail(node, path,
+           "must be at most " + FormatDuration(maximum) + ", got \"" + node.Scalar() + "\"");
     }
     return *parsed;
   }
@@ -114,19 +151,23 @@ class Reader {
   // The required `name` of a cluster: it becomes a label value, so it is kept simple.
   std::string ClusterName(const YAML::Node& node, const std::string& path) const {
     if (!node["name"]) Fail(node, path, "missing required key \"name\"");
-    const std::string name = String(node["name"], path + ".name");
-    static const std::regex kName("^[A-Za-z0-9_.:-]+$");
-    if (!std::regex_match(name, kName)) {
+    const std::string name = String(node["name"], path + ".name", kMaxClusterNameLength);
+    const auto allowed = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
+             c == '-';
+    };
+    if (name.empty() || !std::all_of(name.begin(), name.end(), allowed)) {
       Fail(node["name"], path + ".name",
            "\"" + name + "\" must be non-empty and use only letters, digits and _.:-");
     }
     return name;
   }
 
-  // Reads `key` as a period of at least 100ms into `into` when present; keeps the default if not.
+  // Reads `key` as a duration from 100ms to `maximum` into `into` when present; keeps the default
+  // if not.
   void OptionalPeriod(const YAML::Node& node, const std::string& path, const char* key,
-                      milliseconds& into) const {
-    if (node[key]) into = Duration(node[key], path + "." + key, milliseconds(100));
+                      milliseconds maximum, milliseconds& into) const {
+    if (node[key]) into = Duration(node[key], path + "." + key, kMinPeriod, maximum);
   }
 
   static std::string Join(const std::string& path, std::string_view key) {
@@ -175,10 +216,9 @@ const std::set<std::string, std::less<>> kReservedProperties = {
 
 void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const std::string& path,
                              const std::string& server) {
-  static const std::regex kHostPort(R"(^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$)");
-  std::smatch match;
-  if (!std::regex_match(server, match, kHostPort) || std::stoi(match[2].str()) == 0 ||
-      std::stoi(match[2].str()) > 65535) {
+  static const RE2 kHostPort(R"((\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]{1,255}):([0-9]{1,5}))");
+  int port = 0;
+  if (!RE2::FullMatch(server, kHostPort, nullptr, &port) || port == 0 || port > 65535) {
     reader.Fail(node, path, "\"" + server + "\" is not host:port");
   }
 }
@@ -216,6 +256,7 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   if (const YAML::Node props = node["properties"]) {
     const std::string props_path = path + ".properties";
     reader.RequireMap(props, props_path);
+    reader.RequireDistinctKeys(props, props_path);
     for (const auto& entry : props) {
       const std::string key = entry.first.as<std::string>();
       const std::string key_path = props_path + "." + key;
@@ -224,13 +265,13 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
                     key == "bootstrap.servers" ? "set it with bootstrap_servers instead"
                                                : "is set by lagsight and cannot be overridden");
       }
-      cluster.properties[key] = reader.String(entry.second, key_path);
+      cluster.properties[key] = reader.String(entry.second, key_path, kMaxPropertyValueLength);
     }
   }
 
-  reader.OptionalPeriod(node, path, "poll_interval", cluster.poll_interval);
-  reader.OptionalPeriod(node, path, "request_timeout", cluster.request_timeout);
-  reader.OptionalPeriod(node, path, "poll_timeout", cluster.poll_timeout);
+  reader.OptionalPeriod(node, path, "poll_interval", kMaxPollInterval, cluster.poll_interval);
+  reader.OptionalPeriod(node, path, "request_timeout", kMaxTimeout, cluster.request_timeout);
+  reader.OptionalPeriod(node, path, "poll_timeout", kMaxTimeout, cluster.poll_timeout);
   if (cluster.poll_timeout < cluster.request_timeout) {
     if (node["poll_timeout"]) {
       reader.Fail(
@@ -256,13 +297,23 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
 
 std::string ReadSecretFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
   const std::string file_name = reader.String(node, path);
-  std::ifstream file(file_name, std::ios::binary);
-  if (!file) reader.Fail(node, path, "cannot read \"" + file_name + "\"");
-  std::stringstream text;
-  text << file.rdbuf();
-  std::string secret = text.str();
+  auto content = ReadBoundedFile(file_name, kMaxSecretFileBytes);
+  if (!content) {
+    reader.Fail(node, path, "cannot read \"" + file_name + "\": " + content.error().message);
+  }
+  std::string secret = std::move(content).value();
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
   return secret;
+}
+
+// A certificate, key or CA file that OpenSSL opens by name later: a FIFO there would block the
+// daemon in that open, a device would be read without end.
+std::string TlsFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
+  std::string file_name = reader.String(node, path);
+  if (const auto problem = DescribeIfNotRegularFile(file_name)) {
+    reader.Fail(node, path, "\"" + file_name + "\" is " + *problem);
+  }
+  return file_name;
 }
 
 FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node,
@@ -277,10 +328,16 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   cluster.name = reader.ClusterName(node, path);
   if (!node["rest_url"]) reader.Fail(node, path, "missing required key \"rest_url\"");
   cluster.rest_url = reader.String(node["rest_url"], path + ".rest_url");
-  static const std::regex kUrl(R"(^https?://(\[[^\]]+\]|[^/:]+)(:[0-9]{1,5})?(/.*)?$)");
-  if (!std::regex_match(cluster.rest_url, kUrl)) {
+  static const RE2 kUrl(R"(https?://(?:\[[^\]]+\]|[^/:]+)(:[0-9]*)?(?:/.*)?)");
+  std::string port;  // ":8081", or empty when the URL has none (the scheme's default)
+  if (!RE2::FullMatch(cluster.rest_url, kUrl, &port)) {
     reader.Fail(node["rest_url"], path + ".rest_url",
                 "\"" + cluster.rest_url + "\" is not an http:// or https:// URL");
+  }
+  if (!port.empty() && (port.size() < 2 || port.size() > 6 || std::stoi(port.substr(1)) < 1 ||
+                        std::stoi(port.substr(1)) > 65535)) {
+    reader.Fail(node["rest_url"], path + ".rest_url",
+                "\"" + cluster.rest_url + "\": the port must be a number from 1 to 65535");
   }
   const auto require_kafka_cluster = [&](const YAML::Node& value, const std::string& value_path) {
     const std::string name = reader.String(value, value_path);
@@ -292,8 +349,8 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   if (node["kafka_cluster"]) {
     cluster.kafka_cluster = require_kafka_cluster(node["kafka_cluster"], path + ".kafka_cluster");
   }
-  reader.OptionalPeriod(node, path, "poll_interval", cluster.poll_interval);
-  reader.OptionalPeriod(node, path, "request_timeout", cluster.request_timeout);
+  reader.OptionalPeriod(node, path, "poll_interval", kMaxPollInterval, cluster.poll_interval);
+  reader.OptionalPeriod(node, path, "request_timeout", kMaxTimeout, cluster.request_timeout);
   if (node["max_concurrent_requests"]) {
     cluster.max_concurrent_requests =
         reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 64);
@@ -307,11 +364,12 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
     reader.RequireMap(tls, tls_path);
     reader.RequireOnlyKeys(tls, tls_path,
                            {"ca_file", "cert_file", "key_file", "insecure_skip_verify"});
-    if (tls["ca_file"]) cluster.tls_ca_file = reader.String(tls["ca_file"], tls_path + ".ca_file");
+    if (tls["ca_file"])
+      cluster.tls_ca_file = TlsFile(reader, tls["ca_file"], tls_path + ".ca_file");
     if (tls["cert_file"])
-      cluster.tls_cert_file = reader.String(tls["cert_file"], tls_path + ".cert_file");
+      cluster.tls_cert_file = TlsFile(reader, tls["cert_file"], tls_path + ".cert_file");
     if (tls["key_file"])
-      cluster.tls_key_file = reader.String(tls["key_file"], tls_path + ".key_file");
+      cluster.tls_key_file = TlsFile(reader, tls["key_file"], tls_path + ".key_file");
     if (cluster.tls_cert_file.empty() != cluster.tls_key_file.empty()) {
       reader.Fail(tls, tls_path, "cert_file and key_file go together");
     }
@@ -411,7 +469,8 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
                           "stalled_commit_periods", "restart_loop_restarts", "job_gone_after"});
   DiagnosisConfig diagnosis;
   if (node["window"]) {
-    diagnosis.window = reader.Duration(node["window"], path + ".window", std::chrono::seconds(5));
+    diagnosis.window =
+        reader.Duration(node["window"], path + ".window", kMinDiagnosisWindow, kMaxDiagnosisWindow);
   }
   if (node["confirm_polls"]) {
     diagnosis.confirm_polls =
@@ -423,7 +482,8 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
   }
   if (node["lag_threshold"]) {
     diagnosis.lag_threshold =
-        reader.Duration(node["lag_threshold"], path + ".lag_threshold", std::chrono::seconds(0));
+        reader.Duration(node["lag_threshold"], path + ".lag_threshold", std::chrono::seconds(0),
+                        std::chrono::hours(24));
   }
   if (const YAML::Node ratio = node["expiry_warning_ratio"]) {
     diagnosis.expiry_warning_ratio =
@@ -447,7 +507,7 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
   }
   if (node["job_gone_after"]) {
     diagnosis.job_gone_after = reader.Duration(node["job_gone_after"], path + ".job_gone_after",
-                                               std::chrono::seconds(1));
+                                               std::chrono::seconds(1), std::chrono::hours(24));
   }
   return diagnosis;
 }
@@ -526,11 +586,11 @@ Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_n
 }
 
 Result<Config> LoadConfigFile(const std::string& path, const EnvLookup& env) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{path + ": cannot read the configuration file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  return ParseConfig(text.str(), path, env);
+  auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
+  if (!text) {
+    return Error{path + ": cannot read the configuration file: " + text.error().message};
+  }
+  return ParseConfig(*text, path, env);
 }
 
 }  // namespace lagsight::config

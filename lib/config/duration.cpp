@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <cstdint>
-#include <limits>
 
 namespace lagsight::config {
 namespace {
@@ -24,15 +23,22 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     return Error{"invalid duration \"" + std::string(text) +
                  "\" (use a number with a unit: ms, s, m, h, d; e.g. 500ms, 15s, 1m30s)"};
   };
+  // Checked arithmetic: a signed overflow is undefined behaviour, and in practice a huge
+  // interval wrapped round to a tiny or negative one (polls back to back).
+  const auto too_long = [&] {
+    return Error{"duration \"" + std::string(text) +
+                 "\" is too long (it does not fit in 64-bit milliseconds, ~292 million years)"};
+  };
   if (text.empty()) return invalid();
   std::int64_t total = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
     if (!std::isdigit(static_cast<unsigned char>(text[pos]))) return invalid();
     std::int64_t number = 0;
+    bool overflow = false;
     while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      if (number > std::numeric_limits<std::int64_t>::max() / 10 / 86'400'000) return invalid();
-      number = number * 10 + (text[pos] - '0');
+      overflow = overflow || __builtin_mul_overflow(number, 10, &number) ||
+                 __builtin_add_overflow(number, text[pos] - '0', &number);
       ++pos;
     }
     const Unit* unit = nullptr;
@@ -44,7 +50,11 @@ Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     }
     if (unit == nullptr) return invalid();
     pos += unit->suffix.size();
-    total += number * unit->millis;
+    std::int64_t millis = 0;
+    if (overflow || __builtin_mul_overflow(number, unit->millis, &millis) ||
+        __builtin_add_overflow(total, millis, &total)) {
+      return too_long();
+    }
   }
   return std::chrono::milliseconds(total);
 }

@@ -1,23 +1,40 @@
 #include "config/name_filter.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 
 namespace lagsight::config {
 
 Result<Pattern> Pattern::Compile(std::string text) {
-  Pattern pattern;
-  try {
-    pattern.regex_ =
-        std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Error{"invalid regular expression \"" + text + "\": " + e.what()};
+  if (text.size() > kMaxPatternLength) {
+    return Error{"the regular expression is " + std::to_string(text.size()) +
+                 " characters long; at most " + std::to_string(kMaxPatternLength) + " are allowed"};
   }
+  RE2::Options options;
+  // Byte by byte, as std::regex did: "." matches any byte, even of a name that is not UTF-8.
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  options.set_log_errors(false);  // the error is returned, not printed to stderr
+  auto regex = std::make_shared<const RE2>(text, options);
+  if (!regex->ok()) {
+    // RE2 says "missing ): (unclosed": the reason, then the fragment it points at.
+    std::string reason = regex->error();
+    const std::string fragment = regex->error_arg();
+    if (!fragment.empty() && reason.ends_with(": " + fragment)) {
+      reason.resize(reason.size() - fragment.size() - 2);
+    }
+    if (!fragment.empty() && fragment != text) reason += " at \"" + fragment + "\"";
+    return Error{"invalid regular expression \"" + text + "\": " + reason +
+                 " (RE2 syntax, as in Prometheus: no look-around or back-references)"};
+  }
+  Pattern pattern;
+  pattern.regex_ = std::move(regex);
   pattern.text_ = std::move(text);
   return pattern;
 }
 
 bool Pattern::FullMatch(std::string_view name) const {
-  return std::regex_match(name.begin(), name.end(), *regex_);
+  return RE2::FullMatch(re2::StringPiece(name.data(), name.size()), *regex_);
 }
 
 namespace {

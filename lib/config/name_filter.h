@@ -4,17 +4,28 @@
 // pattern. Full match, as in Prometheus relabelling, so "orders" does not also select
 // "orders-dlq". Filters are applied before anything is fetched for a name. Immutable after
 // construction; safe to share between threads.
+//
+// Patterns are RE2 syntax (as in Prometheus), matched byte by byte like the ECMAScript regexes
+// lagsight used before. RE2 runs in time linear in the name and without recursion, so a name of
+// any length (a 100,000-character group id, say) is matched safely; a pattern RE2 cannot compile,
+// such as a back-reference or a look-ahead, or one longer than kMaxPatternLength, is an error.
 #pragma once
 
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/result.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace lagsight::config {
+
+// Longer patterns are refused: no sane name filter needs more, and RE2's memory grows with it.
+inline constexpr std::size_t kMaxPatternLength = 1024;
 
 // A regular expression that must match a whole name; compared by its text.
 class Pattern {
@@ -26,7 +37,7 @@ class Pattern {
 
  private:
   std::string text_;
-  std::shared_ptr<const std::regex> regex_;  // shared: immutable, and Patterns are copied often
+  std::shared_ptr<const re2::RE2> regex_;  // shared: immutable, and Patterns are copied often
 };
 
 class NameFilter {

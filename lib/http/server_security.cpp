@@ -5,9 +5,7 @@
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include "common/bounded_file.h"
 
 namespace lagsight::http {
 namespace {
@@ -34,12 +32,13 @@ std::string Describe(std::string_view source, const ConfiguredFile& file, std::s
 }
 
 // Errors for a file that cannot be opened say so plainly; OpenSSL's own reason otherwise.
+// Through the bounded reader: opening a FIFO with an ifstream blocked the server thread.
 std::optional<Error> CheckReadable(std::string_view source, const ConfiguredFile& file,
                                    std::string_view key) {
-  std::ifstream stream(file.path, std::ios::binary);
-  if (stream) return std::nullopt;
+  const auto content = ReadBoundedFile(file.path, kMaxConfigFileBytes);
+  if (content) return std::nullopt;
   return Error{Describe(source, file, key) + ": cannot read \"" + file.path +
-               "\": " + std::strerror(errno)};
+               "\": " + content.error().message};
 }
 
 Error KeyMismatch(std::string_view source, const TlsServerConfig& tls) {

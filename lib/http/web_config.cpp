@@ -3,10 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <set>
-#include <sstream>
+
+#include "common/bounded_file.h"
+#include "config/strict_yaml.h"
 
 namespace lagsight::http {
 namespace {
@@ -54,7 +54,6 @@ class Reader {
   // Checks every key of `map` (and that none repeats: YAML would keep only one of them).
   void RequireKeys(const YAML::Node& map, const std::string& path, const KeySet& keys) const {
     if (!map.IsMap()) Fail(map, path, "must be a mapping of keys to values");
-    std::set<std::string> seen;
     for (const auto& entry : map) {
       const std::string key = Scalar(entry.first, path);
       const std::string key_path = path.empty() ? key : path + "." + key;
@@ -65,7 +64,10 @@ class Reader {
       if (!Contains(keys.supported, key)) {
         Fail(entry.first, key_path, "unknown key (known keys: " + List(keys.supported) + ")");
       }
-      if (!seen.insert(key).second) Fail(entry.first, key_path, "duplicate key");
+    }
+    if (const auto repeated = config::FirstRepeatedKey(map)) {
+      const std::string key = repeated->Scalar();
+      Fail(*repeated, path.empty() ? key : path + "." + key, "duplicate key");
     }
   }
 
@@ -172,6 +174,8 @@ std::optional<TlsServerConfig> ReadTls(const Reader& reader, const YAML::Node& n
 
 // Checks the modular-crypt shape of a bcrypt hash; whether it verifies is libcrypt's business.
 bool LooksLikeBcrypt(const std::string& hash) {
+  // Length first: std::regex recurses per character, and a bcrypt hash is always 60 long.
+  if (hash.size() != 60) return false;
   static const std::regex kBcrypt(R"(^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$)");
   return std::regex_match(hash, kBcrypt);
 }
@@ -210,7 +214,13 @@ Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view so
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     WebConfig config;
-    if (root.IsNull()) return config;  // an empty file: plain HTTP, no authentication
+    // An empty file would turn TLS and basic auth off; while running, a save that truncates the
+    // file first would open that window. Plain HTTP is asked for by leaving the flag out.
+    if (root.IsNull()) {
+      return Error{std::string(source_name) +
+                   ": the web configuration is empty (or only comments); for plain HTTP "
+                   "without authentication, leave out --web.config.file"};
+    }
     reader.RequireKeys(root, "",
                        {.supported = {"tls_server_config", "basic_auth_users"},
                         .unsupported = {"http_server_config", "rate_limit"}});
@@ -228,11 +238,11 @@ Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view so
 }
 
 Result<WebConfig> LoadWebConfigFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{path + ": cannot read the web configuration file"};
-  std::stringstream text;
-  text << file.rdbuf();
-  return ParseWebConfig(text.str(), path, std::filesystem::path(path).parent_path().string());
+  auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
+  if (!text) {
+    return Error{path + ": cannot read the web configuration file: " + text.error().message};
+  }
+  return ParseWebConfig(*text, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace lagsight::http

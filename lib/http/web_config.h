@@ -11,8 +11,9 @@
 //     prometheus: $2b$10$...           # bcrypt hash ($2a$, $2b$ or $2y$)
 //
 // Parsing is strict and pure (no file is opened): an unknown key, a wrong value or a malformed
-// bcrypt hash is an error naming the file, line and key. Keys that exporter-toolkit has but
-// lagsight does not implement are errors too ("not supported"), never silently ignored.
+// bcrypt hash is an error naming the file, line and key. An empty (or comment-only) file is an
+// error too: it would silently mean plain HTTP without authentication. Keys that exporter-toolkit
+// has but lagsight does not implement are errors too ("not supported"), never silently ignored.
 // Whether the certificate files load is checked when the TLS context is built (server_security.h).
 // Plain data: copyable, comparable.
 #pragma once
@@ -69,7 +70,7 @@ struct WebConfig {
 Result<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view source_name,
                                  std::string_view base_directory);
 
-// Reads and parses the file at `path`.
+// Reads (a regular file of at most kMaxConfigFileBytes) and parses the file at `path`.
 Result<WebConfig> LoadWebConfigFile(const std::string& path);
 
 }  // namespace lagsight::http

@@ -370,6 +370,33 @@ def test_a_changed_web_config_applies_to_new_connections_and_a_bad_one_is_ignore
                "TLS to apply without a restart")
 
 
+def test_a_web_config_truncated_in_place_keeps_basic_auth_until_a_valid_one_replaces_it(start_web):
+    # An editor that saves in place truncates first: an empty web config used to mean plain HTTP
+    # without authentication, so every scrape in that window went through without credentials.
+    lagsight = start_web({"basic_auth_users": {"alice": hash_password("pw", cost=4)}},
+                         lambda l: python_get(l.url("/healthz", "http")).status == 401)
+    empty_error = (f"{lagsight.web_config_file}: the web configuration is empty (or only "
+                   f"comments); for plain HTTP without authentication, leave out --web.config.file")
+    kept = "web config: keeping the running TLS and authentication settings: " + empty_error
+
+    for damaged, times_logged in (("", 1), ("# being rewritten\n", 2)):
+        with lagsight.web_config_file.open("w") as file:  # truncates in place, as such a save does
+            file.write(damaged)
+        # The file is checked when a connection opens: each poll opens one.
+        wait_until(lambda: python_get(lagsight.url("/healthz", "http")).status == 401 and
+                   lagsight.log().count(kept) >= times_logged, 10,
+                   f"the error about {damaged!r} logged")
+        for path in ("/metrics", "/healthz", "/"):
+            assert python_get(lagsight.url(path, "http")).status == 401, (damaged, path)
+        assert python_get(lagsight.url("/healthz", "http"), auth=("alice", "pw")).status == 200
+
+    lagsight.write_web_config({"basic_auth_users": {"bob": hash_password("pw2", cost=4)}})
+    wait_until(lambda: python_get(lagsight.url("/healthz", "http"),
+                                  auth=("bob", "pw2")).status == 200, 10, "the valid file to apply")
+    assert python_get(lagsight.url("/healthz", "http"), auth=("alice", "pw")).status == 401
+    assert python_get(lagsight.url("/healthz", "http")).status == 401
+
+
 def run_check(binary: Path, tmp_path: Path, web_config: str) -> subprocess.CompletedProcess:
     config = tmp_path / "lagsight.yaml"
     config.write_text(yaml.safe_dump(lagsight_config("127.0.0.1:1")))
@@ -381,6 +408,24 @@ def run_check(binary: Path, tmp_path: Path, web_config: str) -> subprocess.Compl
 
 def test_bad_web_configs_are_clear_errors_at_check_and_at_start(lagsight_binary, tmp_path, pki):
     web = tmp_path / "web.yml"
+    # A FIFO as a certificate: opening it used to block (at start, or on the server's thread at a
+    # reload) until something wrote to it.
+    fifo = tmp_path / "cert.fifo"
+    os.mkfifo(fifo)
+    result = run_check(lagsight_binary, tmp_path,
+                       f"tls_server_config:\n  cert_file: {fifo}\n  key_file: {fifo}\n")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"{web}:2: tls_server_config.cert_file: cannot read \"{fifo}\": not a regular file "
+        f"(it is a FIFO)")
+
+    for empty in ("", "# nothing here yet\n"):
+        result = run_check(lagsight_binary, tmp_path, empty)
+        assert result.returncode == 1, empty
+        assert result.stderr.strip() == (
+            f"{web}: the web configuration is empty (or only comments); for plain HTTP without "
+            f"authentication, leave out --web.config.file")
+
     result = run_check(lagsight_binary, tmp_path, "tls_server_config:\n  cert_fil: x\n")
     assert result.returncode == 1
     assert result.stderr.strip() == (

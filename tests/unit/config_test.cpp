@@ -34,7 +34,7 @@ lagsight::Result<Config> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad config fails with the exact message in its .error file") {
-  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 18);
+  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 49);
 }
 
 TEST_CASE("a minimal config gets the documented defaults") {
@@ -104,4 +104,24 @@ TEST_CASE("configs compare equal exactly when they say the same") {
   REQUIRE((a.ok() && b.ok() && c.ok()));
   CHECK(*a == *b);
   CHECK_FALSE(*a == *c);
+}
+
+// std::regex recursed once per character of the name: a 32,000-character consumer group id
+// overflowed the stack on every poll. RE2 matches in linear time without recursion.
+TEST_CASE("names of 100,000 characters are matched safely against the example config's filters") {
+  const fs::path example = fs::path(LAGSIGHT_TEST_DATA) / "../../../config/lagsight.example.yaml";
+  const auto parsed = ParseConfig(ReadText(example), "lagsight.example.yaml",
+                                  [](const std::string&) { return std::string("from-env"); });
+  REQUIRE(parsed.ok());
+  const std::string long_tail(100'000, 'x');
+  const auto& kafka = parsed->kafka[0];
+  CHECK(kafka.groups.Accepts("orders-" + long_tail));
+  CHECK_FALSE(kafka.groups.Accepts("console-consumer-" + long_tail));
+  CHECK_FALSE(kafka.topics.Accepts("__" + long_tail));
+  CHECK(kafka.topics.Accepts("orders." + long_tail));
+  const auto& flink = parsed->flink[0];
+  CHECK_FALSE(flink.jobs.Accepts("tmp-" + long_tail));
+  CHECK(flink.jobs.Accepts("orders-" + long_tail));
+  CHECK_FALSE(flink.groups[0].job.FullMatch("orders-enrichment" + long_tail));
+  CHECK(flink.groups[0].job.FullMatch("orders-enrichment"));
 }

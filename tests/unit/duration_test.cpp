@@ -31,3 +31,19 @@ TEST_CASE("durations format back") {
   CHECK(FormatDuration(milliseconds(100)) == "100ms");
   CHECK(FormatDuration(milliseconds(0)) == "0s");
 }
+
+// The parser multiplied and added in int64 without checks: a long value was undefined behaviour
+// and in practice wrapped round to a short or negative interval.
+TEST_CASE("durations that do not fit in 64-bit milliseconds are rejected, not wrapped") {
+  CHECK(*ParseDuration("106751991167d") == milliseconds(106'751'991'167LL * 86'400'000));
+  for (const char* text : {"106751991168d", "9223372036854775808ms", "99999999999999999999999s",
+                           "106751991167d106751991167d", "9223372036854775807ms1ms"}) {
+    INFO(text);
+    const auto parsed = ParseDuration(text);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().message ==
+          "duration \"" + std::string(text) +
+              "\" is too long (it does not fit in 64-bit milliseconds, ~292 million years)");
+  }
+  CHECK(*ParseDuration("9223372036854775807ms") == milliseconds::max());
+}

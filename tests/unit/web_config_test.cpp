@@ -37,7 +37,7 @@ lagsight::Result<WebConfig> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad web config fails with the exact message in its .error file") {
-  CHECK(lagsight::testing::CheckBadFiles(kData, ParseTestFile) >= 22);
+  CHECK(lagsight::testing::CheckBadFiles(kData, ParseTestFile) >= 24);
 }
 
 TEST_CASE("a full web config carries every value, relative paths under the file's directory") {
@@ -59,7 +59,8 @@ TEST_CASE("a full web config carries every value, relative paths under the file'
             {"grafana", "$2y$04$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"}});
 }
 
-TEST_CASE("web config defaults: TLS 1.2 and no client certificates; empty means plain HTTP") {
+TEST_CASE(
+    "web config defaults: TLS 1.2 and no client certificates; an empty section is plain HTTP") {
   const auto tls_only = ParseTestFile("good/tls_only.yaml");
   REQUIRE(tls_only.ok());
   REQUIRE(tls_only->tls.has_value());
@@ -68,14 +69,23 @@ TEST_CASE("web config defaults: TLS 1.2 and no client certificates; empty means 
   CHECK(tls_only->tls->client_auth == ClientAuth::kNoClientCert);
   CHECK(tls_only->basic_auth_users.empty());
 
-  const auto empty = ParseTestFile("good/empty.yaml");
-  REQUIRE(empty.ok());
-  CHECK(*empty == WebConfig{});
-
   const auto empty_tls = ParseTestFile("good/empty_tls_section.yaml");
   REQUIRE(empty_tls.ok());
   CHECK_FALSE(empty_tls->tls.has_value());
   CHECK(empty_tls->basic_auth_users.size() == 1);
+}
+
+// An empty file meant plain HTTP without authentication: a save that truncated the web config of a
+// running daemon turned TLS and basic auth off until the file was whole again.
+TEST_CASE("an empty or comment-only web config is an error, never plain HTTP") {
+  for (const char* text : {"", "\n", "   \n\n", "# nothing\n", "---\n", "# a\n---\n# b\n"}) {
+    INFO('"' << text << '"');
+    const auto parsed = ParseWebConfig(text, "web.yml", "/etc/lagsight");
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().message ==
+          "web.yml: the web configuration is empty (or only comments); for plain HTTP without "
+          "authentication, leave out --web.config.file");
+  }
 }
 
 TEST_CASE("Authorization headers decode to user and password") {
