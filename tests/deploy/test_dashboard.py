@@ -109,6 +109,9 @@ class DashboardTest(unittest.TestCase):
         self.assertEqual(diagnosis["type"], "table")
         self.assertIn("== 1", diagnosis["targets"][0]["expr"])
         self.assertEqual(diagnosis["targets"][0]["format"], "table")
+        evidence = [p for p in self.panels if p["title"] == "Diagnosis evidence"][0]
+        self.assertEqual(evidence["type"], "table")
+        self.assertIn("lagsight_diagnosis_evidence", evidence["targets"][0]["expr"])
 
     def test_variables_are_used_as_regex_matchers(self):
         defined = {v["name"] for v in self.dashboard["templating"]["list"]}
@@ -157,7 +160,10 @@ class DashboardTest(unittest.TestCase):
                 ("lagsight_kafka_group_sawtooth_amplitude_records", group, "9500x60"),
                 ("lagsight_diagnosis_since_timestamp_seconds",
                  'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
-                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "600x60")]:
+                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "600x60"),
+                ("lagsight_diagnosis_evidence",
+                 'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
+                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "1x60")]:
             series.append({"series": f"{name}{{{labels},{scrape}}}", "values": values})
         probes = [{"expr": f"clamp_max(count({fill_variables(e)}), 1)", "eval_time": "29m",
                    "exp_samples": [{"labels": "{}", "value": 1}]} for _, e in self.queries]

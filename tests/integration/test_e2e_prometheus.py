@@ -13,8 +13,9 @@ Checks, all through Prometheus's HTTP API:
 - Prometheus loaded every rule of the shipped file and evaluates each without error;
 - every query of the shipped dashboard returns data, with the template variables at "All" and
   at the concrete values of a repeated row (allow-list below: short, with a reason each);
-- once the checkpoints fail, LagsightCheckpointStaleLag goes pending and then firing for that
-  job, and no alert is ever pending or firing for the healthy job or its group (Prometheus's
+- once the checkpoints fail, lagsight diagnoses checkpoints_failing for that job's pair, and
+  LagsightCheckpointStaleLag (which reads that diagnosis) goes pending and then firing for it;
+  no alert is ever pending or firing for the healthy job or its group (Prometheus's
   own ALERTS series, which it writes at every evaluation, is the record).
 
 The rules' `for:` durations are what they are (LagsightCheckpointStaleLag: 2m), so the dashboard
@@ -62,9 +63,10 @@ FLINK_LINE = "2.x"
 FLINK_CLUSTER = "mini"
 STALE_ALERT = "LagsightCheckpointStaleLag"
 STALE_ALERT_FOR_SECONDS = 120        # its `for:` in the rules file (checked below)
-# The healthy job checkpoints every 4 s: the stale alert needs an age ratio above 3, i.e. 12 s
-# without a completed checkpoint, which a loaded machine does not produce by accident. The
-# failing job's 2 s interval lets its ratio pass 3 within seconds of the failures.
+# The stale alert needs lagsight's diagnosis checkpoints_failing: the newest completed checkpoint
+# older than 3 expected gaps + 5 s (the healthy job, every 4 s: 17 s, which a loaded machine does
+# not produce by accident), or 2 gaps + 5 s with failures in the window (the failing job, every
+# 2 s: 9 s after the failures start, then 2 polls to confirm).
 HEALTHY_CHECKPOINT_MS = 4000
 FAILING_CHECKPOINT_MS = 2000
 RATE = 10                            # records per second into each job's topic
@@ -427,6 +429,10 @@ def test_checkpoint_stale_alert_fires_for_the_failing_job_only(env):
         CLUSTER, FAILING, failing_jid), labels
     assert labels["job"] == SCRAPE_JOB
     assert float(firing["value"]) > 3, firing       # the age ratio the alert reports
+    # The alert reads the diagnosis, so lagsight's verdict for the pair is checkpoints_failing.
+    assert prometheus.query(
+        f'lagsight_diagnosis{{job_name="{FAILING}",group="{FAILING}",cause="checkpoints_failing"}}'
+        ' == 1'), "lagsight's diagnosis of the failing pair is not checkpoints_failing"
     assert "#runbook-checkpoint_stale_lag" in firing["annotations"]["runbook_url"]
     active_at = parse_rfc3339(pending["activeAt"])
     assert active_at >= env.failures_on - INTERVAL_SECONDS, (
