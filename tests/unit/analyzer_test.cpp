@@ -297,17 +297,22 @@ namespace {
 // A job that reads at once what arrives (50 records/s) and commits on each checkpoint (every
 // second: its Kafka-side sawtooth stays below the threshold, so the only cause left is healthy).
 constexpr int kCheckpointEvery = 1;
-void SteadyJob(World& world, int second) {
+
+// One second of a job that reads `read_per_second` records at most (50 arrive) and commits its
+// position on each checkpoint.
+void JobStep(World& world, int second, std::int64_t read_per_second) {
   world.log_end += 50;
-  world.job_current = world.log_end - 1;
+  world.job_current = std::min(world.log_end - 1, world.job_current + read_per_second);
   if (second % kCheckpointEvery == kCheckpointEvery - 1) {
     world.completed++;
     world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
     world.commits_succeeded++;
-    world.job_committed = world.log_end;
-    world.committed["enrich"] = world.log_end;
+    world.job_committed = world.job_current + 1;
+    world.committed["enrich"] = world.job_current + 1;
   }
 }
+
+void SteadyJob(World& world, int second) { JobStep(world, second, 1'000'000); }
 
 World HealthyJob() {
   World world;
@@ -338,15 +343,7 @@ TEST_CASE("routine: a task failure restarts from the last checkpoint and catches
   world.job_current = resume_at - 1;
   world.commits_succeeded = 0;  // the reader's counters start again at 0
   const auto after = world.Run(60, "enrich", "job-1", [&](int s) {
-    world.log_end += 50;
-    world.job_current = std::min(world.log_end - 1, world.job_current + 120);  // catches up
-    if (s % kCheckpointEvery == kCheckpointEvery - 1) {
-      world.completed++;
-      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
-      world.commits_succeeded++;
-      world.job_committed = world.job_current + 1;
-      world.committed["enrich"] = world.job_current + 1;
-    }
+    JobStep(world, s, 120);  // catches up, commits where it is
   });
   seen.insert(after.begin(), after.end());
   for (const Cause cause : seen) {
@@ -371,15 +368,7 @@ TEST_CASE("routine: restore from an older savepoint is restored_from_old_positio
   std::set<Cause> seen;
   bool caught_up = false;
   for (int s = 0; s < 120 && !caught_up; ++s) {
-    world.log_end += 50;
-    world.job_current = std::min(world.log_end - 1, world.job_current + 80);
-    if (s % kCheckpointEvery == kCheckpointEvery - 1) {
-      world.completed++;
-      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
-      world.commits_succeeded++;
-      world.job_committed = world.job_current + 1;
-      world.committed["enrich"] = world.job_current + 1;  // goes back on the first commit
-    }
+    JobStep(world, s, 80);  // catches up, commits where it is
     const auto findings = world.Poll();
     if (const auto cause = World::CauseOf(*findings, "enrich", "job-2")) seen.insert(*cause);
     caught_up = world.job_current == world.log_end - 1 && s > 60;
@@ -407,15 +396,7 @@ TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout") {
   world.job_current = world.committed["enrich"] - 1;  // the savepoint is where it stopped
   world.commits_succeeded = 0;
   const auto after = world.Run(60, "enrich", "job-2", [&](int s) {
-    world.log_end += 50;
-    world.job_current = std::min(world.log_end - 1, world.job_current + 100);
-    if (s % kCheckpointEvery == kCheckpointEvery - 1) {
-      world.completed++;
-      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
-      world.commits_succeeded++;
-      world.job_committed = world.job_current + 1;
-      world.committed["enrich"] = world.job_current + 1;
-    }
+    JobStep(world, s, 100);  // catches up, commits where it is
   });
   seen.insert(after.begin(), after.end());
   CHECK(seen == std::set<Cause>{Cause::kHealthy});
@@ -430,15 +411,7 @@ TEST_CASE("routine: a fresh start from earliest on an existing group is a replay
   world.job_committed = -1;
   world.commits_succeeded = 0;
   const auto seen = world.Run(60, "enrich", "job-2", [&](int s) {
-    world.log_end += 50;
-    world.job_current = std::min(world.log_end - 1, world.job_current + 200);
-    if (s % kCheckpointEvery == kCheckpointEvery - 1) {
-      world.completed++;
-      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
-      world.commits_succeeded++;
-      world.job_committed = world.job_current + 1;
-      world.committed["enrich"] = world.job_current + 1;
-    }
+    JobStep(world, s, 200);  // catches up, commits where it is
   });
   CHECK(seen.contains(Cause::kReplaying));
   CHECK_FALSE(seen.contains(Cause::kSharedGroupId));
