@@ -326,7 +326,25 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
   out += Explanation(finding.cause);
   out += "\">";
   out += cause;
-  out += "</span></td><td class=\"since\" title=\"since ";
+  out += "</span>";
+  // The other causes whose rules hold too (the active one is the first in precedence), and
+  // the partitions partition_stuck names: what the operator checks next.
+  bool first_other = true;
+  for (const Cause other : finding.evidence) {
+    if (other == finding.cause) continue;
+    out += first_other ? "<div class=\"sub\">also: " : ", ";
+    out += analysis::CauseName(other);
+    first_other = false;
+  }
+  if (!first_other) out += "</div>";
+  for (const kafka::TopicPartition& tp : finding.stuck_partitions) {
+    out += "<div class=\"sub\">stuck: ";
+    AppendEscaped(out, tp.topic);
+    out += '/';
+    AppendInteger(out, tp.partition);
+    out += "</div>";
+  }
+  out += "</td><td class=\"since\" title=\"since ";
   AppendUtc(out, finding.since);
   out += "\">";
   AppendDuration(out, now - finding.since);

@@ -194,3 +194,15 @@ TEST_CASE("status page: self-contained, reloading, no script") {
   CHECK(page.find("src=") == std::string::npos);
   CHECK(page.find("</html>") != std::string::npos);
 }
+
+TEST_CASE("status page: the other causes whose rules hold, and the stuck partitions by name") {
+  Findings findings;
+  DiagnosisFinding finding = Pair("orders", "enrich", Cause::kPartitionStuck);
+  finding.evidence = {Cause::kPartitionStuck, Cause::kCheckpointsFailing};
+  finding.stuck_partitions = {{"orders<v2>", 7}};
+  findings.diagnosis = {finding};
+  const std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
+  CHECK(page.find("also: checkpoints_failing") != std::string::npos);
+  CHECK(page.find("stuck: orders&lt;v2&gt;/7") != std::string::npos);
+  CHECK(Count(page, "also: ") == 1);  // the active cause is not repeated
+}
