@@ -984,10 +984,13 @@ struct Analyzer::State {
       f.group_expected |= join->association == "configured";
       f.group_candidates |= !join->candidate_groups.empty();
     }
-    // A job far behind may simply not have got its commit out yet: only a job that keeps up
-    // and still never commits commits nothing.
+    // A job behind may simply not have got its commit out yet (under backpressure the commit
+    // waits on the blocked fetcher thread): only a job that is caught up, in records, and
+    // still never commits commits nothing. Not "a lag that matters": after a burst the
+    // window's input rate is high and a restored job's backlog looks small in seconds.
     f.commits_nothing = f.checkpointing && all_commit_nothing && !broker_saw_commit &&
-                        positions_known && !LagMatters(f.flink_lag, f.input_rate, config);
+                        positions_known &&
+                        f.flink_lag < static_cast<double>(config.lag_threshold_records);
 
     const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
     f.group_known = !group_id.empty();

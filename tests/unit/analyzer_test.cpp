@@ -49,6 +49,7 @@ class World {
   std::string job_id = "job-1";  // the job Flink reports
   double job_start = 1'000'000 - 600;  // unix seconds
   bool flink_up = true;             // false: the Flink poll fails
+  bool reader_reports = true;       // false: the source exists but reports no partitions yet
 
   double now = 1'000'000;
   config::FlinkClusterConfig& flink_config() { return flink_config_; }
@@ -87,7 +88,7 @@ class World {
         reader.name = "Source: enrich-source";
         std::optional<std::int64_t> committed_gauge;
         if (job_committed >= 0) committed_gauge = job_committed;
-        reader.partitions[{"orders", 0}] = {job_current, committed_gauge};
+        if (reader_reports) reader.partitions[{"orders", 0}] = {job_current, committed_gauge};
         reader.commits_succeeded = commits_succeeded;
         reader.commits_failed = commits_failed;
         job.sources.push_back(reader);
@@ -488,4 +489,51 @@ TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves
     UNSCOPED_INFO(d.group << " " << d.job_id << " " << analysis::CauseName(d.cause));
   }
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+}
+
+TEST_CASE("routine: a restore whose reader reports late and whose commits trail is not offsets_missing") {
+  World world = HealthyJob();
+  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  // A burst of 3000 records, read and committed: the window's input rate is now high, so the
+  // restored job's backlog is only ~25 s of it.
+  world.Run(5, "enrich", "job-1", [&](int s) {
+    if (s == 0) world.log_end += 3000;
+    SteadyJob(world, s);
+  });
+  world.job_present = false;  // cancelled
+  world.Run(2, "enrich", "job-1", [&](int s) { world.log_end += 50; (void)s; });
+  world.job_present = true;
+  world.job_id = "job-2";
+  world.job_start = world.now;
+  world.restored_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+  world.reader_reports = false;
+  world.commits_succeeded = 0;
+  world.job_committed = -1;
+  const std::int64_t restored_at = world.committed["enrich"] - 3000 - 1;
+  std::set<Cause> seen;
+  for (int s = 0; s < 90; ++s) {
+    world.log_end += 40;
+    if (s == 6) {
+      world.reader_reports = true;
+      world.job_current = restored_at;
+    } else if (s > 6) {
+      world.job_current += 50;  // slowly catching up, under backpressure
+    }
+    world.completed++;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+    if (s > 25) {  // commits reach the broker late, and the counters later still
+      world.committed["enrich"] = world.job_current + 1;
+      if (s > 35) world.commits_succeeded++;
+    }
+    const auto findings = world.Poll();
+    if (const auto* f = World::FindingOf(*findings, "enrich", "job-2")) {
+      seen.insert(f->cause);
+      std::string evidence;
+      for (const Cause c : f->evidence) evidence += std::string(analysis::CauseName(c)) + " ";
+      UNSCOPED_INFO(s << ": " << analysis::CauseName(f->cause) << " [" << evidence << "]");
+    }
+    world.last_ = findings;
+  }
+  CHECK(seen.contains(Cause::kRestoredFromOldPosition));
+  CHECK_FALSE(seen.contains(Cause::kOffsetsMissing));
 }
