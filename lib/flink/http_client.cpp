@@ -119,8 +119,8 @@ struct HttpClient::Impl {
     // (Boost 1.74's string_body reserves the declared length whatever the body limit says).
     const std::uint64_t cap = options.max_body_bytes;
     const auto too_large = [&] {
-      return Error{target + ": response larger than max_response_bytes (" + std::to_string(cap) +
-                   " bytes)"};
+      return Error{target + ": response larger than " + std::to_string(cap) +
+                   " bytes (max_response_bytes)"};
     };
     beast_http::response_parser<beast_http::buffer_body> parser;
     parser.header_limit(kMaxHeaderBytes);
@@ -132,7 +132,7 @@ struct HttpClient::Impl {
     const auto declared = parser.content_length();
     if (declared && *declared > cap) {
       co_return Error{target + ": response declares Content-Length " + std::to_string(*declared) +
-                      ", more than max_response_bytes (" + std::to_string(cap) + " bytes)"};
+                      ", larger than " + std::to_string(cap) + " bytes (max_response_bytes)"};
     }
     std::string body;
     if (declared) body.reserve(*declared);
