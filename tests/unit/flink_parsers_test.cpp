@@ -317,3 +317,16 @@ TEST_CASE("metrics.fetcher.update-interval from /jobmanager/config") {
   CHECK_FALSE(ParseFlinkDurationMs("").has_value());
   CHECK_FALSE(ParseFlinkDurationMs("10 fortnights").has_value());
 }
+
+TEST_CASE("recorded numRestarts and JobManager configuration of both Flink versions") {
+  for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
+    INFO(version);
+    const auto restarts = ParseNumRestarts(Fixture(version, "job_metrics_num_restarts.json"));
+    REQUIRE(restarts.ok());
+    CHECK(*restarts == 0);
+    // The harness's MiniCluster sets the fetcher interval to 1 s.
+    const auto interval = ParseMetricsFetchIntervalMs(Fixture(version, "jobmanager_config.json"));
+    REQUIRE(interval.ok());
+    CHECK(*interval == 1000);
+  }
+}
