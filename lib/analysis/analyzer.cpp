@@ -355,9 +355,16 @@ struct Analyzer::State {
         }
         history.num_restarts = restarts;
       }
-      history.samples.Add({now, static_cast<double>(job.checkpoints.counts.completed),
-                           static_cast<double>(job.checkpoints.counts.failed),
-                           static_cast<double>(history.num_restarts.value_or(0))});
+      // A job that is not running may have its checkpoint statistics unanswered: then the
+      // counts are defaults, and the last ones known stand (zeros would read as a reset).
+      JobSample sample{now, static_cast<double>(job.checkpoints.counts.completed),
+                       static_cast<double>(job.checkpoints.counts.failed),
+                       static_cast<double>(history.num_restarts.value_or(0))};
+      if (!job.checkpoint_stats_reported && !history.samples.empty()) {
+        sample.completed = history.samples.back().completed;
+        sample.failed = history.samples.back().failed;
+      }
+      history.samples.Add(sample);
       const std::vector<std::string> labels = SourceLabels(job);
       for (std::size_t i = 0; i < job.sources.size(); ++i) {
         const flink::SourceReader& reader = job.sources[i];

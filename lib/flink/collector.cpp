@@ -5,21 +5,79 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <exception>
 
 #include "flink/rest_parsers.h"
 
 namespace lagsight::flink {
 
 namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Percent-encodes all but unreserved characters; ',' separates ids in `get=` and stays literal.
-std::string EncodeQueryValue(std::string_view value) {
+// Flink URLs (and many proxies) cope with a few KiB; stay well below.
+constexpr std::size_t kMaxQueryBytes = 3000;
+
+bool LooksLikeSource(const Vertex& vertex) {
+  return vertex.name.find("Source:") != std::string::npos;
+}
+
+// An id that failed validation, made safe for a log line (it may hold CR, LF or worse).
+std::string Printable(std::string_view text) {
+  constexpr std::size_t kMaxShown = 80;
+  std::string out;
+  for (unsigned char c : text.substr(0, kMaxShown)) {
+    out += (c >= 0x20 && c < 0x7f && c != '"') ? static_cast<char>(c) : '?';
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out;
+}
+
+std::string Describe(const Result<HttpResponse>& response) {
+  return response ? "HTTP " + std::to_string(response->status) : response.error().message;
+}
+
+}  // namespace
+
+// What one job's coroutine hands back: the job, or why it could not be read, and the oddities
+// met on the way (counted as partial errors even when the job is kept).
+struct Collector::JobOutcome {
+  Result<FlinkJob> job = Error{"not polled"};
+  std::vector<std::string> anomalies;
+};
+
+// Shared by a poll and its per-job coroutines, so none of them points into another's frame.
+struct Collector::PollState {
+  PollState(asio::any_io_executor executor, std::vector<JobOverview> to_poll, Clock::time_point end)
+      : jobs(std::move(to_poll)),
+        outcomes(this->jobs.size()),
+        remaining(this->jobs.size()),
+        deadline(end),
+        all_done(std::move(executor), Clock::time_point::max()) {}
+  std::vector<JobOverview> jobs;
+  std::vector<JobOutcome> outcomes;
+  std::size_t remaining;
+  Clock::time_point deadline;
+  asio::steady_timer all_done;
+};
+
+bool IsTerminalJobState(std::string_view state) {
+  return state == "FINISHED" || state == "CANCELED" || state == "FAILED";
+}
+
+bool IsFlinkId(std::string_view id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string PercentEncode(std::string_view value) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -30,25 +88,14 @@ std::string EncodeQueryValue(std::string_view value) {
   return out;
 }
 
-// Flink URLs (and many proxies) cope with a few KiB; stay well below.
-constexpr std::size_t kMaxQueryBytes = 3000;
-
-bool LooksLikeSource(const Vertex& vertex) {
-  return vertex.name.find("Source:") != std::string::npos;
-}
-
-}  // namespace
-
-bool IsTerminalJobState(std::string_view state) {
-  return state == "FINISHED" || state == "CANCELED" || state == "FAILED";
-}
-
 std::vector<std::string> BatchMetricQueries(const std::vector<std::string>& ids,
                                             std::size_t max_query_bytes) {
   std::vector<std::string> batches;
   std::string current;
   for (const std::string& id : ids) {
-    const std::string encoded = EncodeQueryValue(id);
+    // Flink splits `get` on ',' after decoding, so such an id cannot be asked for.
+    if (id.find(',') != std::string::npos) continue;
+    const std::string encoded = PercentEncode(id);
     if (!current.empty() && current.size() + 1 + encoded.size() > max_query_bytes) {
       batches.push_back(std::move(current));
       current.clear();
@@ -62,100 +109,180 @@ std::vector<std::string> BatchMetricQueries(const std::vector<std::string>& ids,
 Collector::Collector(config::FlinkClusterConfig cluster, std::unique_ptr<HttpFetch> http)
     : cluster_(std::move(cluster)), http_(std::move(http)) {}
 
+std::chrono::milliseconds Collector::PollTimeout() const { return 3 * cluster_.request_timeout; }
+
 asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
-  auto overview_response = co_await http_->Get("/jobs/overview");
+  const Clock::time_point started = Clock::now();
+  const Clock::time_point deadline = started + PollTimeout();
+  const auto overran = [&](std::size_t done, std::size_t total) {
+    return Error{"the poll did not finish within " + std::to_string(PollTimeout().count()) +
+                 " ms (3 x request_timeout); " + std::to_string(done) + " of " +
+                 std::to_string(total) + " jobs were read"};
+  };
+
+  auto overview_response = co_await http_->Get("/jobs/overview", deadline);
   if (!overview_response)
     co_return Error{"GET /jobs/overview: " + overview_response.error().message};
   if (overview_response->status != 200) {
     co_return Error{"GET /jobs/overview: HTTP " + std::to_string(overview_response->status)};
   }
-  auto overviews = ParseJobsOverview(overview_response->body);
+  FlinkSnapshot snapshot;
+  auto overviews = ParseJobsOverview(overview_response->body, &snapshot.partial_errors);
   if (!overviews) co_return overviews.error();
 
   std::vector<JobOverview> live;
   for (JobOverview& job : *overviews) {
-    if (!IsTerminalJobState(job.state) && cluster_.jobs.Accepts(job.name))
-      live.push_back(std::move(job));
+    if (IsTerminalJobState(job.state) || !cluster_.jobs.Accepts(job.name)) continue;
+    if (!IsFlinkId(job.id)) {
+      snapshot.partial_errors.push_back("job \"" + Printable(job.id) + "\" (" +
+                                        Printable(job.name) +
+                                        "): not a Flink job id (32 lowercase hex digits); skipped");
+      continue;
+    }
+    live.push_back(std::move(job));
   }
   std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
 
-  // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight.
-  std::vector<Result<FlinkJob>> jobs(live.size(), Error{"not polled"});
-  if (!live.empty()) {
-    const auto executor = co_await asio::this_coro::executor;
-    std::size_t remaining = live.size();
-    asio::steady_timer all_done(executor, std::chrono::steady_clock::time_point::max());
-    for (std::size_t i = 0; i < live.size(); ++i) {
-      asio::co_spawn(executor, PollJob(live[i], jobs[i]), [&](std::exception_ptr) {
-        if (--remaining == 0) all_done.cancel();
-      });
-    }
+  if (++polls_since_config_read_ >= kJobManagerConfigRefreshPolls || !metrics_fetch_interval_ms_) {
+    co_await RefreshMetricsFetchInterval(deadline, snapshot.partial_errors);
+  }
+  snapshot.metrics_fetch_interval_ms = metrics_fetch_interval_ms_;
+
+  // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight, and ends
+  // each by the poll's deadline, so every job's coroutine is done soon after it.
+  const auto executor = co_await asio::this_coro::executor;
+  auto state = std::make_shared<PollState>(executor, std::move(live), deadline);
+  for (std::size_t i = 0; i < state->jobs.size(); ++i) {
+    asio::co_spawn(executor, PollJob(state, i), [state, i](std::exception_ptr failure) {
+      if (failure) {
+        try {
+          std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+          state->outcomes[i].job = Error{std::string("unexpected failure: ") + e.what()};
+        } catch (...) {
+          state->outcomes[i].job = Error{"unexpected failure"};
+        }
+      }
+      if (--state->remaining == 0) state->all_done.cancel();
+    });
+  }
+  if (!state->jobs.empty()) {
     boost::system::error_code ignored;
-    co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    co_await state->all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
 
-  FlinkSnapshot snapshot;
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    if (jobs[i]) {
-      snapshot.jobs.push_back(std::move(jobs[i]).value());
+  if (Clock::now() >= deadline) {
+    std::size_t done = 0;
+    for (const JobOutcome& outcome : state->outcomes) done += outcome.job.ok() ? 1 : 0;
+    co_return overran(done, state->jobs.size());
+  }
+  for (std::size_t i = 0; i < state->jobs.size(); ++i) {
+    JobOutcome& outcome = state->outcomes[i];
+    const std::string which = "job " + state->jobs[i].id + " (" + state->jobs[i].name + "): ";
+    for (const std::string& anomaly : outcome.anomalies) {
+      snapshot.partial_errors.push_back(which + anomaly);
+    }
+    if (outcome.job) {
+      snapshot.jobs.push_back(std::move(outcome.job).value());
     } else {
-      snapshot.partial_errors.push_back("job " + live[i].id + " (" + live[i].name +
-                                        "): " + jobs[i].error().message);
+      snapshot.partial_errors.push_back(which + outcome.job.error().message);
     }
   }
   co_return snapshot;
 }
 
-asio::awaitable<void> Collector::PollJob(const JobOverview& overview, Result<FlinkJob>& out) {
+asio::awaitable<void> Collector::RefreshMetricsFetchInterval(
+    Clock::time_point deadline, std::vector<std::string>& partial_errors) {
+  auto response = co_await http_->Get("/jobmanager/config", deadline);
+  if (!response || response->status != 200) {
+    partial_errors.push_back("GET /jobmanager/config: " + Describe(response));
+    co_return;
+  }
+  auto interval = ParseMetricsFetchIntervalMs(response->body);
+  if (!interval) {
+    partial_errors.push_back(interval.error().message);
+    co_return;
+  }
+  metrics_fetch_interval_ms_ = *interval;
+  polls_since_config_read_ = 0;
+}
+
+asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::size_t index) {
+  const JobOverview& overview = state->jobs[index];
+  JobOutcome& outcome = state->outcomes[index];
+  const Clock::time_point deadline = state->deadline;
+  const bool running = overview.state == "RUNNING";
   FlinkJob job;
   job.overview = overview;
-  const std::string base = "/jobs/" + overview.id;
+  const std::string base = "/jobs/" + PercentEncode(overview.id);
 
-  auto details = co_await http_->Get(base);
+  // A job that is not running (restarting, failing, starting...) is kept with what Flink can
+  // tell about it; only a running job must answer everything.
+  auto details = co_await http_->Get(base, deadline);
   if (!details || details->status != 200) {
-    out = Error{"GET " + base + ": " +
-                (details ? "HTTP " + std::to_string(details->status) : details.error().message)};
-    co_return;
+    if (running) {
+      outcome.job = Error{"GET " + base + ": " + Describe(details)};
+      co_return;
+    }
+  } else {
+    auto vertices = ParseJobVertices(details->body);
+    if (!vertices) {
+      outcome.job = vertices.error();
+      co_return;
+    }
+    job.vertices = std::move(vertices).value();
   }
-  auto vertices = ParseJobVertices(details->body);
-  if (!vertices) {
-    out = vertices.error();
-    co_return;
-  }
-  job.vertices = std::move(vertices).value();
 
-  auto checkpoints = co_await http_->Get(base + "/checkpoints");
-  if (!checkpoints) {
-    out = Error{"GET " + base + "/checkpoints: " + checkpoints.error().message};
-    co_return;
+  auto restarts = co_await http_->Get(base + "/metrics?get=numRestarts", deadline);
+  if (!restarts || restarts->status != 200) {
+    outcome.anomalies.push_back("GET " + base + "/metrics?get=numRestarts: " + Describe(restarts));
+  } else {
+    auto parsed = ParseNumRestarts(restarts->body, &outcome.anomalies);
+    if (parsed) {
+      job.overview.num_restarts = *parsed;
+    } else {
+      outcome.anomalies.push_back(parsed.error().message);
+    }
   }
-  auto stats = ParseCheckpoints(checkpoints->status, checkpoints->body);
-  if (!stats) {
-    out = stats.error();
-    co_return;
-  }
-  job.checkpoints = std::move(stats).value();
 
-  auto config_response = co_await http_->Get(base + "/checkpoints/config");
-  if (!config_response) {
-    out = Error{"GET " + base + "/checkpoints/config: " + config_response.error().message};
-    co_return;
+  auto checkpoints = co_await http_->Get(base + "/checkpoints", deadline);
+  Result<CheckpointStats> stats =
+      checkpoints ? ParseCheckpoints(checkpoints->status, checkpoints->body, &outcome.anomalies)
+                  : Result<CheckpointStats>(
+                        Error{"GET " + base + "/checkpoints: " + checkpoints.error().message});
+  Result<CheckpointConfig> config = Error{"not read"};
+  if (stats) {
+    auto config_response = co_await http_->Get(base + "/checkpoints/config", deadline);
+    config = config_response
+                 ? ParseCheckpointConfig(config_response->status, config_response->body)
+                 : Result<CheckpointConfig>(Error{
+                       "GET " + base + "/checkpoints/config: " + config_response.error().message});
   }
-  auto config = ParseCheckpointConfig(config_response->status, config_response->body);
-  if (!config) {
-    out = config.error();
+  if (stats && config) {
+    job.checkpoints = std::move(stats).value();
+    job.checkpoint_config = std::move(config).value();
+    // Only the configuration tells "disabled" apart from "none completed yet" (Flink 1.20/2.x).
+    job.checkpoints.enabled = job.checkpoints.enabled && job.checkpoint_config.enabled;
+  } else if (running) {
+    outcome.job = stats ? config.error() : stats.error();
     co_return;
+  } else {
+    job.checkpoint_stats_reported = false;
   }
-  job.checkpoint_config = std::move(config).value();
-  // Only the configuration tells "disabled" apart from "none completed yet" (Flink 1.20/2.x).
-  job.checkpoints.enabled = job.checkpoints.enabled && job.checkpoint_config.enabled;
 
-  if (overview.state == "RUNNING") {
+  if (running) {
     for (const Vertex& vertex : job.vertices) {
       if (!LooksLikeSource(vertex)) continue;
-      auto reader = co_await PollSource(overview.id, vertex);
+      if (!IsFlinkId(vertex.id)) {
+        outcome.anomalies.push_back("source vertex \"" + Printable(vertex.name) + "\": id \"" +
+                                    Printable(vertex.id) +
+                                    "\" is not a Flink vertex id (32 lowercase hex digits); "
+                                    "skipped");
+        continue;
+      }
+      auto reader = co_await PollSource(overview.id, vertex, deadline, outcome.anomalies);
       if (!reader) {
-        out = Error{"source vertex \"" + vertex.name + "\": " + reader.error().message};
+        outcome.job = Error{"source vertex \"" + vertex.name + "\": " + reader.error().message};
         co_return;
       }
       // A source vertex without KafkaSourceReader metrics reads something else than Kafka.
@@ -164,13 +291,16 @@ asio::awaitable<void> Collector::PollJob(const JobOverview& overview, Result<Fli
       }
     }
   }
-  out = std::move(job);
+  outcome.job = std::move(job);
 }
 
 asio::awaitable<Result<SourceReader>> Collector::PollSource(const std::string& job_id,
-                                                            const Vertex& vertex) {
-  const std::string base = "/jobs/" + job_id + "/vertices/" + vertex.id + "/metrics";
-  auto listed = co_await http_->Get(base);
+                                                            const Vertex& vertex,
+                                                            Clock::time_point deadline,
+                                                            std::vector<std::string>& anomalies) {
+  const std::string base =
+      "/jobs/" + PercentEncode(job_id) + "/vertices/" + PercentEncode(vertex.id) + "/metrics";
+  auto listed = co_await http_->Get(base, deadline);
   if (!listed) co_return Error{"GET " + base + ": " + listed.error().message};
   if (listed->status != 200)
     co_return Error{"GET " + base + ": HTTP " + std::to_string(listed->status)};
@@ -182,7 +312,7 @@ asio::awaitable<Result<SourceReader>> Collector::PollSource(const std::string& j
   }
   std::map<std::string, std::optional<double>> values;
   for (const std::string& batch : BatchMetricQueries(wanted, kMaxQueryBytes)) {
-    auto answer = co_await http_->Get(base + "?get=" + batch);
+    auto answer = co_await http_->Get(base + "?get=" + batch, deadline);
     if (!answer) co_return Error{"GET " + base + "?get=...: " + answer.error().message};
     if (answer->status != 200)
       co_return Error{"GET " + base + "?get=...: HTTP " + std::to_string(answer->status)};
@@ -190,7 +320,7 @@ asio::awaitable<Result<SourceReader>> Collector::PollSource(const std::string& j
     if (!parsed) co_return parsed.error();
     values.merge(*parsed);
   }
-  co_return CombineSourceMetrics(vertex.id, vertex.name, values);
+  co_return CombineSourceMetrics(vertex.id, vertex.name, values, &anomalies);
 }
 
 }  // namespace lagsight::flink

@@ -1,13 +1,22 @@
 // flink::Collector: one poll of one Flink cluster's REST API, turned into a FlinkSnapshot.
 //
-// Lists the jobs, keeps the live ones the job filter accepts, and for each (concurrently, within
-// the HTTP client's bound on requests in flight) reads its vertices, checkpoint statistics and
-// configuration and, for each source vertex, the KafkaSourceReader metrics: the metric ids
-// first, then their values in batches that keep URLs short. Runs as a coroutine on the daemon's
-// io_context; one poll at a time per instance.
+// Lists the jobs and keeps the non-terminal ones the job filter accepts. For each (concurrently,
+// within the HTTP client's bound on requests in flight) it reads the vertices, checkpoint
+// statistics and configuration and the job's restart count; for a RUNNING job also, per source
+// vertex, the KafkaSourceReader metrics: the metric ids first, then their values in batches that
+// keep URLs short. Every id taken from a response is checked before it goes into a URL, and every
+// path segment and query value is percent-encoded. A poll ends by one deadline: past it the
+// requests under way are cut short and the poll fails as a whole. Runs as a coroutine on the
+// daemon's io_context; one poll at a time per instance; the instance must outlive its polls.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/awaitable.h"
 #include "config/config.h"
@@ -20,25 +29,47 @@ class Collector {
  public:
   Collector(config::FlinkClusterConfig cluster, std::unique_ptr<HttpFetch> http);
 
-  // Fails as a whole when the job list cannot be read; a job or vertex that cannot be read is
-  // recorded in FlinkSnapshot::partial_errors.
+  // Fails as a whole when the job list cannot be read or the poll overruns PollTimeout(); a job
+  // or vertex that cannot be read is recorded in FlinkSnapshot::partial_errors.
   boost::asio::awaitable<Result<FlinkSnapshot>> Poll();
 
   const config::FlinkClusterConfig& cluster() const { return cluster_; }
 
+  // How long one whole poll may take. Derived from request_timeout until the configuration has a
+  // key of its own: a few sequential requests' worth.
+  std::chrono::milliseconds PollTimeout() const;
+
+  // /jobmanager/config is read on the first poll and again every this many polls.
+  static constexpr int kJobManagerConfigRefreshPolls = 10;
+
+  struct JobOutcome;
+  struct PollState;
+
  private:
-  boost::asio::awaitable<void> PollJob(const JobOverview& overview, Result<FlinkJob>& out);
-  boost::asio::awaitable<Result<SourceReader>> PollSource(const std::string& job_id,
-                                                          const Vertex& vertex);
+  boost::asio::awaitable<void> PollJob(std::shared_ptr<PollState> state, std::size_t index);
+  boost::asio::awaitable<Result<SourceReader>> PollSource(
+      const std::string& job_id, const Vertex& vertex,
+      std::chrono::steady_clock::time_point deadline, std::vector<std::string>& anomalies);
+  boost::asio::awaitable<void> RefreshMetricsFetchInterval(
+      std::chrono::steady_clock::time_point deadline, std::vector<std::string>& partial_errors);
 
   config::FlinkClusterConfig cluster_;
   std::unique_ptr<HttpFetch> http_;
+  int polls_since_config_read_ = kJobManagerConfigRefreshPolls;
+  std::optional<double> metrics_fetch_interval_ms_;
 };
 
 // Job states whose job is gone for good; such jobs are not exported.
 bool IsTerminalJobState(std::string_view state);
 
-// Splits metric ids into `?get=` lists whose query stays under `max_query_bytes`.
+// Whether `id` has the form of a Flink job or vertex id: 32 lowercase hex digits.
+bool IsFlinkId(std::string_view id);
+
+// Percent-encodes all but RFC 3986 unreserved characters, for one path segment or query value.
+std::string PercentEncode(std::string_view value);
+
+// Splits metric ids into `?get=` lists whose query stays under `max_query_bytes`; each id is
+// percent-encoded, ',' separates them. An id containing ',' cannot be asked for and is left out.
 std::vector<std::string> BatchMetricQueries(const std::vector<std::string>& ids,
                                             std::size_t max_query_bytes);
 

@@ -1,9 +1,14 @@
 // flink::HttpClient: an async HTTP/1.1 client (Boost.Beast, optional TLS) for one REST base URL.
 //
-// Every exchange (resolve, connect, TLS handshake, write, read) runs under one deadline; response
-// bodies are capped; idle keep-alive connections are reused; at most `max_in_flight` requests
-// are under way at once (the rest wait their turn), so a large Flink cluster is never flooded.
-// Runs on, and must be used from, one io_context thread. HttpFetch is the seam tests fake.
+// Every exchange (waiting for a slot, resolve, connect, TLS handshake, write, read) ends by one
+// wall-clock deadline, whatever the server sends meanwhile; a response body over the cap is
+// refused before any memory is taken for it (a declared Content-Length is checked against the cap
+// as soon as the header is in; a chunked or read-to-close body is counted as it arrives). Idle
+// keep-alive connections are reused; at most `max_in_flight` requests are under way at once (the
+// rest wait their turn), so a large Flink cluster is never flooded. Runs on, and must be used
+// from, one io_context thread. A request under way keeps the client's state alive, so destroying
+// the client (or the io_context, at shutdown) before its coroutines is safe. HttpFetch is the
+// seam tests fake.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -25,8 +30,11 @@ struct HttpResponse {
 class HttpFetch {
  public:
   virtual ~HttpFetch() = default;
-  // `target` is the path and query below the base URL, e.g. "/jobs/overview".
-  virtual boost::asio::awaitable<Result<HttpResponse>> Get(std::string target) = 0;
+  // `target` is the path and query below the base URL, e.g. "/jobs/overview", its parts already
+  // percent-encoded. The request ends (with an Error) by `deadline` or after the client's own
+  // timeout, whichever comes first.
+  virtual boost::asio::awaitable<Result<HttpResponse>> Get(
+      std::string target, std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 struct HttpClientOptions {
@@ -48,13 +56,16 @@ class HttpClient final : public HttpFetch {
                                                     HttpClientOptions options);
   ~HttpClient() override;
 
-  boost::asio::awaitable<Result<HttpResponse>> Get(std::string target) override;
+  boost::asio::awaitable<Result<HttpResponse>> Get(
+      std::string target, std::chrono::steady_clock::time_point deadline) override;
 
   struct Impl;
 
  private:
-  explicit HttpClient(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit HttpClient(std::shared_ptr<Impl> impl);
+  // Shared with every request under way: a coroutine frame destroyed after the client (as the
+  // io_context does with suspended ones at shutdown) still releases its slot into live memory.
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace lagsight::flink

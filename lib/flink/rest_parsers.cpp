@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace lagsight::flink {
 namespace {
@@ -46,10 +47,48 @@ std::optional<double> Number(object o, std::string_view key) {
   return Number(e);
 }
 
-std::optional<std::int64_t> Integer(object o, std::string_view key) {
-  const auto value = Number(o, key);
-  if (!value) return std::nullopt;
-  return static_cast<std::int64_t>(*value);
+constexpr double kTwoTo63 = 9223372036854775808.0;
+
+std::string Shown(element e) {
+  std::string text = simdjson::minify(e);
+  if (text.size() > 40) text = text.substr(0, 40) + "...";
+  return text;
+}
+
+void Note(Anomalies* anomalies, std::string message) {
+  if (anomalies != nullptr) anomalies->push_back(std::move(message));
+}
+
+// Flink writes -1 for a time it does not know (yet): a value, not an anomaly.
+enum class Minus1 { kIsAnomaly, kMeansUnset };
+
+// A field that can only be a non-negative int64 (a count, an id, a time): empty when absent or
+// not a number; also empty, and noted in `anomalies`, when beyond int64 or negative. No value
+// ever reaches a conversion whose result is undefined.
+std::optional<std::int64_t> Count(object o, std::string_view key, std::string_view what,
+                                  Anomalies* anomalies, Minus1 minus_one = Minus1::kIsAnomaly) {
+  element e;
+  if (o[key].get(e)) return std::nullopt;
+  std::optional<std::int64_t> exact;
+  if (std::int64_t i; !e.get(i)) {
+    exact = i;
+  } else {
+    const auto number = Number(e);
+    if (!number) return std::nullopt;  // not a finite number ("NaN", garbage): not reported
+    if (*number >= -kTwoTo63 && *number < kTwoTo63) exact = static_cast<std::int64_t>(*number);
+  }
+  if (!exact) {
+    Note(anomalies, std::string(what) + "." + std::string(key) + " = " + Shown(e) +
+                        " is beyond the int64 range; left out");
+    return std::nullopt;
+  }
+  if (*exact == -1 && minus_one == Minus1::kMeansUnset) return std::nullopt;
+  if (*exact < 0) {
+    Note(anomalies, std::string(what) + "." + std::string(key) + " = " + std::to_string(*exact) +
+                        " cannot be negative; left out");
+    return std::nullopt;
+  }
+  return exact;
 }
 
 bool IsCheckpointingDisabled(unsigned status, std::string_view body) {
@@ -64,7 +103,7 @@ Result<object> ObjectOf(element root, const char* what) {
 
 }  // namespace
 
-Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body) {
+Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body, Anomalies* anomalies) {
   simdjson::dom::parser parser;
   auto root = Parse(parser, body, "jobs overview");
   if (!root) return root.error();
@@ -78,14 +117,20 @@ Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body) {
     if (job.get(o)) continue;
     const auto id = String(o, "jid");
     if (!id) continue;
-    out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
-                   std::string(String(o, "state").value_or("UNKNOWN")), Integer(o, "start-time"),
-                   std::nullopt, Integer(o, "last-modification")});
+    JobOverview overview;
+    overview.id = std::string(*id);
+    overview.name = std::string(String(o, "name").value_or(""));
+    overview.state = std::string(String(o, "state").value_or("UNKNOWN"));
+    overview.start_time_ms =
+        Count(o, "start-time", "jobs overview", anomalies, Minus1::kMeansUnset);
+    overview.last_modification_ms =
+        Count(o, "last-modification", "jobs overview", anomalies, Minus1::kMeansUnset);
+    out.push_back(std::move(overview));
   }
   return out;
 }
 
-Result<std::vector<Vertex>> ParseJobVertices(std::string_view body) {
+Result<std::vector<Vertex>> ParseJobVertices(std::string_view body, Anomalies* anomalies) {
   simdjson::dom::parser parser;
   auto root = Parse(parser, body, "job details");
   if (!root) return root.error();
@@ -99,13 +144,19 @@ Result<std::vector<Vertex>> ParseJobVertices(std::string_view body) {
     if (vertex.get(o)) continue;
     const auto id = String(o, "id");
     if (!id) continue;
+    auto parallelism = Count(o, "parallelism", "job details", anomalies).value_or(0);
+    if (parallelism > std::numeric_limits<int>::max()) {
+      Note(anomalies, "job details: parallelism " + std::to_string(parallelism) + " is absurd");
+      parallelism = 0;
+    }
     out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
-                   static_cast<int>(Integer(o, "parallelism").value_or(0))});
+                   static_cast<int>(parallelism)});
   }
   return out;
 }
 
-Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view body) {
+Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view body,
+                                         Anomalies* anomalies) {
   CheckpointStats stats;
   if (IsCheckpointingDisabled(http_status, body)) {
     stats.enabled = false;
@@ -119,10 +170,11 @@ Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view 
   if (!top) return top.error();
   object counts;
   if ((*top)["counts"].get(counts)) return Error{"checkpoints: no \"counts\" object"};
-  stats.counts.completed = Integer(counts, "completed").value_or(0);
-  stats.counts.failed = Integer(counts, "failed").value_or(0);
-  stats.counts.restored = Integer(counts, "restored").value_or(0);
-  stats.counts.in_progress = Integer(counts, "in_progress").value_or(0);
+  stats.counts.completed = Count(counts, "completed", "checkpoints.counts", anomalies).value_or(0);
+  stats.counts.failed = Count(counts, "failed", "checkpoints.counts", anomalies).value_or(0);
+  stats.counts.restored = Count(counts, "restored", "checkpoints.counts", anomalies).value_or(0);
+  stats.counts.in_progress =
+      Count(counts, "in_progress", "checkpoints.counts", anomalies).value_or(0);
 
   object latest;
   if ((*top)["latest"].get(latest)) return stats;
@@ -130,14 +182,15 @@ Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view 
   for (const char* key : {"completed", "savepoint"}) {
     object checkpoint;
     if (latest[key].get(checkpoint)) continue;  // null before the first one
-    const auto acknowledged = Integer(checkpoint, "latest_ack_timestamp");
+    const auto acknowledged =
+        Count(checkpoint, "latest_ack_timestamp", "checkpoints.latest", anomalies);
     if (!acknowledged) continue;
     if (stats.latest_completed_timestamp_ms &&
         *stats.latest_completed_timestamp_ms >= *acknowledged) {
       continue;
     }
     stats.latest_completed_timestamp_ms = acknowledged;
-    stats.latest_completed_id = Integer(checkpoint, "id");
+    stats.latest_completed_id = Count(checkpoint, "id", "checkpoints.latest", anomalies);
     stats.latest_duration_ms = Number(checkpoint, "end_to_end_duration");
     stats.latest_size_bytes = Number(checkpoint, "state_size");
     if (const auto checkpointed = Number(checkpoint, "checkpointed_size")) {
@@ -146,10 +199,13 @@ Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view 
   }
   object failed;
   if (!latest["failed"].get(failed))
-    stats.latest_failed_timestamp_ms = Integer(failed, "failure_timestamp");
+    stats.latest_failed_timestamp_ms = Count(
+        failed, "failure_timestamp", "checkpoints.latest.failed", anomalies, Minus1::kMeansUnset);
   object restored;
   if (!latest["restored"].get(restored)) {
-    stats.restored_timestamp_ms = Integer(restored, "restore_timestamp");
+    stats.restored_timestamp_ms =
+        Count(restored, "restore_timestamp", "checkpoints.latest.restored", anomalies,
+              Minus1::kMeansUnset);
     bool savepoint = false;
     if (!restored["is_savepoint"].get(savepoint)) stats.restored_from_savepoint = savepoint;
   }
@@ -280,7 +336,8 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
 }
 
 SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
-                                  const std::map<std::string, std::optional<double>>& values) {
+                                  const std::map<std::string, std::optional<double>>& values,
+                                  Anomalies* anomalies) {
   using Kind = SourceMetricId::Kind;
   SourceReader reader;
   reader.vertex_id = std::move(vertex_id);
@@ -298,7 +355,12 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
     switch (classified->kind) {
       case Kind::kCurrentOffset:
       case Kind::kCommittedOffset: {
-        if (*value < 0) break;  // -1: the reader has no position for it (yet)
+        if (*value == -1) break;  // the reader has no position for it (yet)
+        if (*value < 0 || *value >= kTwoTo63) {
+          Note(anomalies, "metric " + id + " = " + std::to_string(*value) +
+                              " is not a possible offset; left out");
+          break;
+        }
         auto& offsets = reader.partitions[*classified->partition];
         auto& slot = classified->kind == Kind::kCurrentOffset ? offsets.current : offsets.committed;
         // After a rescale two subtasks may briefly both report a partition: the furthest wins.
@@ -306,10 +368,15 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         break;
       }
       case Kind::kCommitsSucceeded:
-        sum(reader.commits_succeeded, *value);
-        break;
       case Kind::kCommitsFailed:
-        sum(reader.commits_failed, *value);
+        if (*value < 0) {
+          Note(anomalies,
+               "counter " + id + " = " + std::to_string(*value) + " cannot be negative; left out");
+          break;
+        }
+        sum(classified->kind == Kind::kCommitsSucceeded ? reader.commits_succeeded
+                                                        : reader.commits_failed,
+            *value);
         break;
       case Kind::kPendingRecords:
         sum(reader.pending_records, *value);
@@ -335,6 +402,101 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
     }
   }
   return reader;
+}
+
+Result<std::optional<std::int64_t>> ParseNumRestarts(std::string_view body, Anomalies* anomalies) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "numRestarts");
+  if (!root) return root.error();
+  array items;
+  if (root->get(items)) return Error{"numRestarts: expected a JSON array"};
+  for (element item : items) {
+    object o;
+    if (item.get(o) || String(o, "id") != std::optional<std::string_view>("numRestarts")) continue;
+    return Count(o, "value", "numRestarts", anomalies);
+  }
+  return std::optional<std::int64_t>();  // not (yet) registered for this job
+}
+
+std::optional<double> ParseFlinkDurationMs(std::string_view text) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  std::int64_t amount = 0;
+  std::from_chars(text.data(), text.data() + digits, amount);
+  std::string_view unit = text.substr(digits);
+  while (!unit.empty() && is_space(unit.front())) unit.remove_prefix(1);
+  std::string lower;
+  for (char c : unit) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Flink's TimeUtils units; a bare number is milliseconds.
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1.0},
+      {"ms", 1.0},
+      {"milli", 1.0},
+      {"millis", 1.0},
+      {"millisecond", 1.0},
+      {"milliseconds", 1.0},
+      {"ns", 1e-6},
+      {"nano", 1e-6},
+      {"nanos", 1e-6},
+      {"nanosecond", 1e-6},
+      {"nanoseconds", 1e-6},
+      {"us", 1e-3},
+      {"micro", 1e-3},
+      {"micros", 1e-3},
+      {"microsecond", 1e-3},
+      {"microseconds", 1e-3},
+      {"s", 1e3},
+      {"sec", 1e3},
+      {"secs", 1e3},
+      {"second", 1e3},
+      {"seconds", 1e3},
+      {"m", 60e3},
+      {"min", 60e3},
+      {"mins", 60e3},
+      {"minute", 60e3},
+      {"minutes", 60e3},
+      {"h", 3600e3},
+      {"hour", 3600e3},
+      {"hours", 3600e3},
+      {"d", 86400e3},
+      {"day", 86400e3},
+      {"days", 86400e3},
+  };
+  for (const auto& [name, scale] : kUnits) {
+    if (lower == name) return static_cast<double>(amount) * scale;
+  }
+  return std::nullopt;
+}
+
+Result<double> ParseMetricsFetchIntervalMs(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "jobmanager config");
+  if (!root) return root.error();
+  array entries;
+  if (root->get(entries)) return Error{"jobmanager config: expected a JSON array"};
+  constexpr std::string_view kKey = "metrics.fetcher.update-interval";
+  for (element entry : entries) {
+    object o;
+    if (entry.get(o) || String(o, "key") != std::optional<std::string_view>(kKey)) continue;
+    element value;
+    if (o["value"].get(value)) break;
+    std::optional<double> ms;
+    if (std::string_view text; !value.get(text)) {
+      ms = ParseFlinkDurationMs(text);
+    } else {
+      ms = Number(value);
+    }
+    if (!ms || *ms < 0) {
+      return Error{"jobmanager config: " + std::string(kKey) + " = " + Shown(value) +
+                   " is not a duration"};
+    }
+    return *ms;
+  }
+  return kDefaultMetricsFetchIntervalMs;
 }
 
 }  // namespace lagsight::flink

@@ -2,7 +2,8 @@
 //
 // Produced by flink::Collector from the parsers in rest_parsers.h; consumed by the pure join
 // with the Kafka half and by the metrics renderer. Values Flink did not report (a missing field,
-// "NaN") are empty optionals, never invented. Immutable once published.
+// "NaN") or reported out of range (beyond int64, a negative counter or offset) are empty
+// optionals, never invented. Immutable once published.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,10 @@ namespace lagsight::flink {
 struct JobOverview {
   std::string id;
   std::string name;
-  std::string state;  // RUNNING, FAILING, ... as Flink names it
+  std::string state;  // RUNNING, RESTARTING, FAILING, ... as Flink names it
   std::optional<std::int64_t> start_time_ms;
-  std::optional<std::int64_t> num_restarts;          // job metric numRestarts
-  std::optional<std::int64_t> last_modification_ms;  // of the job's state
+  std::optional<std::int64_t> num_restarts{};          // the job metric numRestarts
+  std::optional<std::int64_t> last_modification_ms{};  // the overview's "last-modification"
 };
 
 struct Vertex {
@@ -100,14 +101,19 @@ struct FlinkJob {
   std::vector<Vertex> vertices;
   CheckpointStats checkpoints;
   CheckpointConfig checkpoint_config;
-  std::vector<SourceReader> sources;
+  // False only for a job that is not RUNNING whose checkpoint statistics or configuration Flink
+  // did not answer: `checkpoints` and `checkpoint_config` then hold defaults, not Flink's values.
+  bool checkpoint_stats_reported = true;
+  std::vector<SourceReader> sources;  // RUNNING jobs only: other states expose no reader metrics
 };
 
 struct FlinkSnapshot {
-  std::vector<FlinkJob> jobs;  // running jobs (after the job filter), by id
+  // Non-terminal jobs (RUNNING, RESTARTING, FAILING, CANCELLING, CREATED, INITIALIZING,
+  // RECONCILING, SUSPENDED), after the job filter, by id; FINISHED, CANCELED, FAILED are left out.
+  std::vector<FlinkJob> jobs;
   std::vector<std::string> partial_errors;
-  // The JobManager's metrics.fetcher.update-interval: the metric values above (offsets,
-  // counters) are up to this old when served.
+  // metrics.fetcher.update-interval of the JobManager: how stale the REST metrics may be (Flink's
+  // default 10000 when unset); empty while /jobmanager/config could not be read.
   std::optional<double> metrics_fetch_interval_ms;
 };
 

@@ -147,6 +147,9 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       out.Add(kRestarts, job_labels, static_cast<double>(*job.overview.num_restarts));
     }
     const flink::CheckpointStats& stats = job.checkpoints;
+    // A job that is not running may not have answered for its checkpoints: export nothing
+    // rather than zeros a rate() would read as a counter reset.
+    if (!job.checkpoint_stats_reported) continue;
     out.Add(kCheckpointingEnabled, job_labels, stats.enabled ? 1 : 0);
     if (stats.enabled) {
       out.Add(kCompleted, job_labels, static_cast<double>(stats.counts.completed));

@@ -97,7 +97,19 @@ def _routes() -> dict[str, bytes]:
     # orders-enrichment (checkpoint_ms=1000), whose recorded configuration stands in for it.
     routes[f"/jobs/{LEDGER_JID}/checkpoints/config"] = (
         FIXTURES / "checkpoints_config.json").read_bytes()
+    # The restart count of every job (real Flink answers this id for each job) and the
+    # JobManager's configuration, as Flink 2.2 answers them (see jobmanager_config.json).
+    for jid in RUNNING_JOBS:
+        routes[f"/jobs/{jid}/metrics?get=numRestarts"] = b'[{"id":"numRestarts","value":"0"}]'
+    routes["/jobmanager/config"] = _jobmanager_config()
     return routes
+
+
+def _jobmanager_config() -> bytes:
+    recorded = FIXTURES / "jobmanager_config.json"
+    if recorded.exists():
+        return recorded.read_bytes()
+    return json.dumps([{"key": "rest.port", "value": "8081"}]).encode()
 
 
 ROUTES = _routes()
@@ -106,7 +118,10 @@ METRIC_VALUES_PATH = recorded_path("vertex_metrics_values.json").split("?", 1)[0
 assert METRIC_VALUES_PATH == f"/jobs/{ORDERS_JID}/vertices/{SOURCE_VERTEX}/metrics"
 
 OVERVIEW_FAULTS = {"garbage", "truncated_json", "wrong_shape", "cut_connection", "oversized",
-                   "oversized_chunked", "hang", "http_500"}
+                   "oversized_chunked", "hang", "http_500", "huge_content_length",
+                   "endless_body", "trickle"}
+# How long a hostile answer goes on at most, so the fake always stops by itself.
+HOSTILE_ANSWER_SECONDS = 60.0
 
 
 class FakeFlink:
@@ -262,6 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._metric_values(query, overrides)
         elif path in ROUTES and not query:
             self._send(200, ROUTES[path])
+        elif self.path in ROUTES:
+            self._send(200, ROUTES[self.path])
         else:
             fake.note_not_found(self.path)
             self._send(404, json.dumps({"errors": [f"Not found: {path}"]}).encode())
@@ -298,6 +315,37 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif fault == "http_500":
             self._send(500, b'{"errors":["Internal server error."]}')
+        elif fault in ("huge_content_length", "endless_body", "trickle"):
+            self._hostile_answer(fault, release_hung)
+
+    def _hostile_answer(self, fault: str, release_hung: threading.Event) -> None:
+        """(a) declares 100 GB and sends a little of it, (b) streams a chunked body without end,
+        (c) trickles one byte a second; each until lagsight hangs up (or a bounded time)."""
+        self.close_connection = True
+        until = time.monotonic() + HOSTILE_ANSWER_SECONDS
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            if fault == "endless_body":
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length",
+                                 "100000000000" if fault == "huge_content_length" else "1000")
+            self.end_headers()
+            chunk = b"x" * 65536
+            while time.monotonic() < until and not release_hung.is_set():
+                if fault == "endless_body":
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                elif fault == "trickle":
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(1.0)
+                else:
+                    self.wfile.write(b'{"jobs":[')
+                    self.wfile.flush()
+                    release_hung.wait(timeout=until - time.monotonic())
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, TimeoutError, OSError):
+            pass
 
     @staticmethod
     def _padded_overview() -> bytes:
@@ -752,3 +800,106 @@ def test_authentication_basic_and_bearer(kafka_broker, start_lagsight, fake_flin
     for name in ("wrong-password", "no-auth", "basic", "bearer"):
         wait_healthy(lagsight, name)
     assert lagsight.running
+
+
+# --- hostile answers: cap, deadline, memory ---------------------------------------------------
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set (VmHWM) in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize("fault", ["huge_content_length", "endless_body", "trickle"])
+def test_hostile_body_is_cut_off_by_cap_and_deadline(kafka_broker, start_lagsight, fake_flink,
+                                                    fault):
+    """(a) ``Content-Length: 100000000000`` once aborted lagsight with an uncaught std::bad_alloc;
+    (b) an endless streamed body grew it to gigabytes; (c) a body trickling one byte a second held
+    a request far past request_timeout. Each now ends the poll (up 0, a clear error) by the
+    deadline, lagsight stays up, and its peak RSS stays small. The figures are printed (-s)."""
+    lagsight = start_lagsight(kafka_broker.bootstrap, flink=[flink_cluster(fake_flink.url)])
+    wait_healthy(lagsight)
+    pid = lagsight._process.pid
+    rss_before = peak_rss_mib(pid)
+    expected = {"huge_content_length": f"larger than {MAX_RESPONSE_BYTES} bytes",
+                "endless_body": f"larger than {MAX_RESPONSE_BYTES} bytes",
+                "trickle": "no complete response within the deadline"}[fault]
+    lines = run_cluster_fault(lagsight, fake_flink, expected, overview=fault)
+    # Several polls ran into the fault meanwhile; give the hostile server a few more.
+    fake_flink.set_faults(overview=fault)
+    down = lagsight.wait_for(lambda m: flink_up(m) == 0, "down again", FAULT_DEADLINE_SECONDS)
+    time.sleep(3 * REQUEST_TIMEOUT_SECONDS)
+    down = lagsight.scrape()
+    duration = single(down, "lagsight_flink_poll_duration_seconds", flink_cluster="fake")
+    assert duration <= REQUEST_TIMEOUT_SECONDS + 0.5, duration
+    rss_after = peak_rss_mib(pid)
+    print(f"\n{fault}: peak RSS {rss_before:.1f} -> {rss_after:.1f} MiB, "
+          f"last poll {duration:.3f} s, error: {lines[0]}")
+    assert rss_after < rss_before + 64, (rss_before, rss_after)
+    assert lagsight.running
+    fake_flink.set_faults()
+    wait_healthy(lagsight)
+
+
+# --- shutdown during a poll -------------------------------------------------------------------
+
+def _many_jobs_overview(count: int) -> bytes:
+    jobs = []
+    for i in range(count):
+        jobs.append({"jid": f"{i + 1:032x}", "name": f"job-{i}", "state": "RUNNING",
+                     "start-time": 1_700_000_000_000, "end-time": -1,
+                     "last-modification": 1_700_000_000_000})
+    return json.dumps({"jobs": jobs}).encode()
+
+
+def test_sigterm_during_a_poll_of_many_jobs_exits_cleanly(kafka_broker, tmp_path, lagsight_binary,
+                                                         fake_flink):
+    """SIGTERM while a poll of 8 jobs (more than max_concurrent_requests = 4) is under way, 10
+    times: lagsight must exit 0 each time. With a plain build this only shows a clean exit; the
+    use-after-free it guards against (coroutine frames destroyed at shutdown releasing their
+    request slot into a freed HTTP client) is only proven under AddressSanitizer: set
+    LAGSIGHT_ASAN_BIN to an ASan+UBSan build to run it with that binary instead."""
+    import os
+    from conftest import LagsightProcess, lagsight_config
+
+    binary = Path(os.environ.get("LAGSIGHT_ASAN_BIN", str(lagsight_binary)))
+    overview = _many_jobs_overview(8)
+    ROUTES["/jobs/overview"] = overview
+    added = []
+    for job in json.loads(overview)["jobs"]:
+        jid = job["jid"]
+        for suffix, answer in (
+                ("", _stand_in_job_details(ORDERS_JID).replace(ORDERS_JID.encode(), jid.encode())),
+                ("/checkpoints", ROUTES[f"/jobs/{ORDERS_JID}/checkpoints"]),
+                ("/checkpoints/config", ROUTES[f"/jobs/{ORDERS_JID}/checkpoints/config"]),
+                ("/metrics?get=numRestarts", ROUTES[f"/jobs/{ORDERS_JID}/metrics?get=numRestarts"])):
+            ROUTES[f"/jobs/{jid}{suffix}"] = answer
+            added.append(f"/jobs/{jid}{suffix}")
+    try:
+        # Each job answers everything, so a poll takes about a second of requests waiting for
+        # their turn, and the signal lands with requests both under way and queued.
+        fake_flink.response_delay = 0.1
+        exit_codes = []
+        for attempt in range(10):
+            work_dir = tmp_path / f"lagsight-{attempt}"
+            work_dir.mkdir()
+            process = LagsightProcess(binary, work_dir, lagsight_config(
+                kafka_broker.bootstrap, flink=[flink_cluster(fake_flink.url)]))
+            process.start()
+            with fake_flink._lock:
+                fake_flink.requests.clear()
+            # Wait until the next poll is past the job list, with job requests waiting for slots.
+            wait_until(lambda: any(path.startswith(f"/jobs/{1:032x}")
+                                   for path in fake_flink.paths_requested()) or None,
+                       FAULT_DEADLINE_SECONDS, "job requests under way")
+            time.sleep(0.05 * attempt)  # a different point of the poll each time
+            exit_codes.append(process.stop())
+            if exit_codes[-1] != 0:
+                print(process.log_file.read_text()[-4000:])
+        assert exit_codes == [0] * 10
+    finally:
+        ROUTES["/jobs/overview"] = OVERVIEW
+        for path in added:
+            del ROUTES[path]

@@ -213,3 +213,120 @@ TEST_CASE("mutated recorded responses never crash a parser") {
   }
   CHECK(parsed_ok > 0);  // some mutations stay valid JSON; the point is that none crashed
 }
+
+TEST_CASE("impossible integers are left out and noted, never converted with undefined behaviour") {
+  // 2^63 and 1e300 do not fit an int64; -5 is no count; "NaN"/"-Infinity" are not numbers.
+  Anomalies anomalies;
+  const auto stats = ParseCheckpoints(200, R"({
+      "counts": {"completed": 9223372036854775808, "failed": -5, "restored": 1e300,
+                 "in_progress": "NaN"},
+      "latest": {"completed": {"id": -3, "latest_ack_timestamp": 1e300},
+                 "failed": {"failure_timestamp": "-Infinity"},
+                 "restored": {"restore_timestamp": -1}}})",
+                                      &anomalies);
+  REQUIRE(stats.ok());
+  CHECK(stats->counts.completed == 0);
+  CHECK(stats->counts.failed == 0);
+  CHECK(stats->counts.restored == 0);
+  CHECK(stats->counts.in_progress == 0);
+  CHECK_FALSE(stats->latest_completed_timestamp_ms.has_value());
+  CHECK_FALSE(stats->latest_failed_timestamp_ms.has_value());
+  CHECK_FALSE(stats->restored_timestamp_ms.has_value());  // -1: Flink's "unknown", no anomaly
+  // completed, failed, restored, latest_ack_timestamp (the id is not read without it).
+  CHECK(anomalies.size() == 4);
+
+  Anomalies overview_anomalies;
+  const auto jobs = ParseJobsOverview(
+      R"({"jobs":[{"jid":"a","state":"RUNNING","start-time":-1,"last-modification":1e300},
+                  {"jid":"b","state":"RUNNING","start-time":-7,
+                   "last-modification":9223372036854775807}]})",
+      &overview_anomalies);
+  REQUIRE(jobs.ok());
+  CHECK_FALSE((*jobs)[0].start_time_ms.has_value());
+  CHECK_FALSE((*jobs)[0].last_modification_ms.has_value());
+  CHECK_FALSE((*jobs)[1].start_time_ms.has_value());
+  CHECK((*jobs)[1].last_modification_ms == INT64_MAX);
+  CHECK(overview_anomalies.size() == 2);
+
+  Anomalies vertex_anomalies;
+  const auto vertices = ParseJobVertices(
+      R"({"vertices":[{"id":"v","name":"n","parallelism":1e300}]})", &vertex_anomalies);
+  REQUIRE(vertices.ok());
+  CHECK((*vertices)[0].parallelism == 0);
+  CHECK(vertex_anomalies.size() == 1);
+}
+
+TEST_CASE("impossible offsets and counters from source metrics are left out and noted") {
+  const std::string p = "0.Source__s.KafkaSourceReader.topic.t.partition.";
+  const auto values = ParseMetricValues(R"([
+      {"id":")" + p + R"(0.currentOffset","value":"1e300"},
+      {"id":")" + p + R"(1.currentOffset","value":"9223372036854775808"},
+      {"id":")" + p + R"(2.currentOffset","value":"-5"},
+      {"id":")" + p + R"(3.currentOffset","value":"-1"},
+      {"id":")" + p + R"(4.currentOffset","value":"NaN"},
+      {"id":")" + p + R"(5.currentOffset","value":"-Infinity"},
+      {"id":")" + p + R"(6.currentOffset","value":"42"},
+      {"id":"0.Source__s.KafkaSourceReader.commitsSucceeded","value":"-5"},
+      {"id":"1.Source__s.KafkaSourceReader.commitsSucceeded","value":"7"}])");
+  REQUIRE(values.ok());
+  Anomalies anomalies;
+  const SourceReader reader = CombineSourceMetrics("v", "Source: s", *values, &anomalies);
+  REQUIRE(reader.partitions.size() == 1);
+  CHECK(reader.partitions.begin()->first.partition == 6);
+  CHECK(reader.partitions.begin()->second.current == 42);
+  CHECK(reader.commits_succeeded == 7);
+  CHECK(anomalies.size() == 4);  // 1e300, 2^63, -5 offsets and the -5 counter
+}
+
+TEST_CASE("numRestarts of a job") {
+  CHECK(ParseNumRestarts(R"([{"id":"numRestarts","value":"4"}])").value() == 4);
+  CHECK_FALSE(ParseNumRestarts("[]").value().has_value());
+  Anomalies anomalies;
+  CHECK_FALSE(
+      ParseNumRestarts(R"([{"id":"numRestarts","value":"-2"}])", &anomalies).value().has_value());
+  CHECK(anomalies.size() == 1);
+  CHECK_FALSE(ParseNumRestarts("{").ok());
+}
+
+TEST_CASE("last-modification of the recorded overviews") {
+  for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
+    INFO(version);
+    const auto jobs = ParseJobsOverview(Fixture(version, "jobs_overview.json"));
+    REQUIRE(jobs.ok());
+    for (const auto& job : *jobs) CHECK(job.last_modification_ms >= job.start_time_ms);
+  }
+}
+
+TEST_CASE("metrics.fetcher.update-interval from /jobmanager/config") {
+  const auto config = [](std::string value) {
+    return R"([{"key":"rest.port","value":"8081"},{"key":"metrics.fetcher.update-interval",)"
+           R"("value":)" +
+           value + "}]";
+  };
+  CHECK(ParseMetricsFetchIntervalMs(config(R"("10 s")")).value() == 10000);
+  CHECK(ParseMetricsFetchIntervalMs(config(R"("2500")")).value() == 2500);
+  CHECK(ParseMetricsFetchIntervalMs(config(R"("1min")")).value() == 60000);
+  CHECK(ParseMetricsFetchIntervalMs(config(R"("500 ms")")).value() == 500);
+  CHECK(ParseMetricsFetchIntervalMs(config("3000")).value() == 3000);
+  CHECK(ParseMetricsFetchIntervalMs(R"([{"key":"rest.port","value":"8081"}])").value() ==
+        kDefaultMetricsFetchIntervalMs);
+  CHECK_FALSE(ParseMetricsFetchIntervalMs(config(R"("soon")")).ok());
+  CHECK_FALSE(ParseMetricsFetchIntervalMs(config(R"("-5 s")")).ok());
+  CHECK_FALSE(ParseMetricsFetchIntervalMs("{}").ok());
+  CHECK(ParseFlinkDurationMs("2 h") == 7'200'000);
+  CHECK_FALSE(ParseFlinkDurationMs("").has_value());
+  CHECK_FALSE(ParseFlinkDurationMs("10 fortnights").has_value());
+}
+
+TEST_CASE("recorded numRestarts and JobManager configuration of both Flink versions") {
+  for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
+    INFO(version);
+    const auto restarts = ParseNumRestarts(Fixture(version, "job_metrics_num_restarts.json"));
+    REQUIRE(restarts.ok());
+    CHECK(*restarts == 0);
+    // The harness's MiniCluster sets the fetcher interval to 1 s.
+    const auto interval = ParseMetricsFetchIntervalMs(Fixture(version, "jobmanager_config.json"));
+    REQUIRE(interval.ok());
+    CHECK(*interval == 1000);
+  }
+}
