@@ -1,21 +1,29 @@
-"""The HTTP server under hostile clients: slow-loris and idle connections must not lock out scrapes.
+"""lagsight under hostile clients: connection floods must not lock out scrapes, reload storms
+must not pile up threads or file descriptors.
 
-All clients share 127.0.0.1 with the scraper, so this also checks that the per-client connection
-limit makes a flood displace its own connections rather than lock out a scraper from the same
-address. lagsight polls an address where no broker listens: /metrics is served all the same.
+All clients share 127.0.0.1 with the scraper, so the flood test also checks that the per-client
+connection limit makes a flood displace its own connections rather than lock out a scraper from
+the same address. There lagsight polls an address where no broker listens: /metrics is served
+all the same. The reload storm runs against the real broker, so every replaced Kafka client has
+connections and a poll in flight when it is replaced.
 """
 
 from __future__ import annotations
 
+import os
 import resource
+import signal
 import select
 import socket
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 import threading
 import time
 import urllib.error
 import urllib.request
 
+import yaml
+from conftest import wait_until
 from kafka_broker import free_loopback_port
 
 SLOW_LORIS_CONNECTIONS = 500
@@ -164,3 +172,105 @@ def test_scrapes_succeed_under_slow_loris_and_idle_connections(start_lagsight):
     assert attack.opens >= SLOW_LORIS_CONNECTIONS + IDLE_CONNECTIONS, summary
     assert len(results) >= ATTACK_SECONDS * 0.8, summary
     assert not failures, f"failed scrapes: {failures[:5]}; {summary}"
+
+
+RELOADS = 300
+RELOAD_STORM_SECONDS = 17  # the pace of the storm that took threads from 8 to 683
+SETTLE_SECONDS = 60
+# What a reload may leave behind for good: the last config's client (a few librdkafka threads
+# and sockets) can differ from the first one's in what it has opened so far.
+THREADS_BOUND = 6
+FDS_BOUND = 12
+
+
+def thread_and_fd_counts(pid: int) -> tuple[int, int]:
+    return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def post_reload(port: int) -> int | str:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/-/reload", method="POST", data=b"")
+    try:
+        with urllib.request.urlopen(request, timeout=SCRAPE_TIMEOUT_SECONDS) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def test_a_reload_storm_leaves_no_threads_or_descriptors_behind(kafka_broker, start_lagsight):
+    # A second bootstrap address that does not answer (a standby that is down) makes each poll
+    # wait request_timeout (5 s) for its identity, as a large or distant cluster's polls take
+    # seconds: replaced clients then still have polls in flight or queued.
+    standby = f"127.0.0.1:{free_loopback_port()}"
+    lagsight = start_lagsight(f"{kafka_broker.bootstrap},{standby}")
+    pid = lagsight._process.pid
+    # Two valid configs that differ in the cluster's settings: each reload replaces its client.
+    configs = []
+    for interval in ("1s", "2s"):
+        config = yaml.safe_load(yaml.safe_dump(lagsight.config))
+        config["kafka"][0]["poll_interval"] = interval
+        configs.append(yaml.safe_dump(config, sort_keys=False))
+    lagsight.wait_for_fresh_poll(time.time())
+    threads_before, fds_before = thread_and_fd_counts(pid)
+
+    peak_threads, peak_fds = threads_before, fds_before
+    post_answers = []
+    started = time.monotonic()
+    for number in range(RELOADS):
+        lagsight.config_file.write_text(configs[(number + 1) % 2])
+        if number % 2:
+            post_answers.append(post_reload(lagsight.port))
+        else:
+            lagsight.send_signal(signal.SIGHUP)
+        threads, fds = thread_and_fd_counts(pid)
+        peak_threads, peak_fds = max(peak_threads, threads), max(peak_fds, fds)
+        time.sleep(max(0.0, started + (number + 1) * RELOAD_STORM_SECONDS / RELOADS
+                       - time.monotonic()))
+    storm_seconds = time.monotonic() - started
+
+    def settled() -> tuple[int, int] | None:
+        threads, fds = thread_and_fd_counts(pid)
+        if threads <= threads_before + THREADS_BOUND and fds <= fds_before + FDS_BOUND:
+            return threads, fds
+        return None
+    settle_started = time.monotonic()
+    try:
+        threads_after, fds_after = wait_until(settled, SETTLE_SECONDS, "threads and fds to settle")
+    except AssertionError:
+        threads_after, fds_after = thread_and_fd_counts(pid)
+    summary = (f"{RELOADS} reloads in {storm_seconds:.1f} s: threads {threads_before} -> peak "
+               f"{peak_threads} -> {threads_after}, fds {fds_before} -> peak {peak_fds} -> "
+               f"{fds_after} ({time.monotonic() - settle_started:.1f} s after the storm)")
+    print(summary)
+    assert all(answer == 200 for answer in post_answers), f"{post_answers[:5]}; {summary}"
+    assert threads_after <= threads_before + THREADS_BOUND, summary
+    assert fds_after <= fds_before + FDS_BOUND, summary
+    # Still polling, with the last configuration.
+    lagsight.wait_for_fresh_poll(time.time())
+
+
+def test_simultaneous_reloads_of_one_change_apply_it_once(kafka_broker, start_lagsight):
+    lagsight = start_lagsight(kafka_broker.bootstrap)
+    pid = lagsight._process.pid
+    config = yaml.safe_load(yaml.safe_dump(lagsight.config))
+    config["kafka"][0]["poll_interval"] = "2s"
+    threads_before, fds_before = thread_and_fd_counts(pid)
+
+    def applied() -> int:
+        return lagsight.log_file.read_text(errors="replace").count("configuration reloaded")
+    applied_before = applied()
+    lagsight.config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(lambda _: post_reload(lagsight.port), range(20)))
+    # SIGHUPs sent at once merge into one or a few (signals are not queued); none reloads again.
+    for _ in range(20):
+        lagsight.send_signal(signal.SIGHUP)
+    wait_until(lambda: lagsight.log_file.read_text(errors="replace").count(
+        "configuration unchanged") >= 20, 10, "19 POSTs and a SIGHUP to find the file unchanged")
+    time.sleep(1)  # any SIGHUP still in delivery
+    assert answers == [200] * 20
+    assert applied() - applied_before == 1
+    threads, fds = thread_and_fd_counts(pid)
+    assert threads <= threads_before + THREADS_BOUND and fds <= fds_before + FDS_BOUND, (
+        f"threads {threads_before} -> {threads}, fds {fds_before} -> {fds}")
