@@ -123,6 +123,8 @@ bool ShedOldest(Server::State& state, const Matches& matches) {
       if (entry->answering || entry->served != served || !matches(*entry)) continue;
       const std::shared_ptr<OpenEntry> shed = entry;  // Unlist erases the list's reference
       Unlist(state, *shed);
+      spdlog::debug("http: closing the oldest {} connection from {} to make room",
+                    served ? "idle" : "unfinished", shed->client.to_string());
       if (auto owner = shed->owner.lock()) owner->Shed();
       return true;
     }
