@@ -183,6 +183,7 @@ class Daemon {
     io_.run();
     spdlog::info("waiting for polls in flight to finish");
     workers_.join();
+    retirer_.join();
     sources_.clear();
     spdlog::info("stopped");
     return 0;
@@ -273,8 +274,9 @@ class Daemon {
     for (auto& [name, source] : sources_) {
       if (next.contains(name) && next[name] == source) continue;
       source->timer.cancel();
-      // Destroying a librdkafka client waits for its threads; keep that off the event loop.
-      asio::post(workers_, [retired = std::move(source->collector)] {});
+      // Destroying a librdkafka client waits for its threads: off the event loop, and not
+      // queued behind polls. A poll in flight holds the client and releases it when it ends.
+      asio::post(retirer_, [retired = std::move(source->collector)] {});
     }
     sources_ = std::move(next);
 
@@ -345,8 +347,12 @@ class Daemon {
     }
     source->health.polling = true;
     const auto started = SteadyClock::now();
-    asio::post(workers_, [this, source, collector = source->collector, started,
+    // Only a weak reference while queued: a reload storm must not keep every replaced client
+    // (threads, sockets) alive until its turn comes, just to poll a cluster no one reads.
+    asio::post(workers_, [this, source, weak_collector = std::weak_ptr(source->collector), started,
                           flink_topics = FlinkTopics(), previous = source->snapshot] {
+      const auto collector = weak_collector.lock();
+      if (!collector) return;  // replaced by a reload before its turn
       auto polled = collector->Poll(flink_topics);
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
@@ -577,7 +583,8 @@ class Daemon {
   Options options_;
   asio::ip::tcp::endpoint listen_endpoint_;
   asio::io_context io_;
-  asio::thread_pool workers_;  // joined in Run() before anything it uses is destroyed
+  asio::thread_pool workers_;     // joined in Run() before anything it uses is destroyed
+  asio::thread_pool retirer_{1};  // destroys the clients of replaced sources
   asio::signal_set signals_;
   http::Server server_;
   std::map<std::string, std::shared_ptr<KafkaSource>> sources_;

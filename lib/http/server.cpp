@@ -13,6 +13,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <list>
+#include <map>
 #include <type_traits>
 
 #include "http/basic_auth.h"
@@ -24,6 +26,9 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace beast_http = boost::beast::http;
 using asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+struct OpenEntry;
 
 struct Server::State {
   State(asio::io_context& io, Endpoints e, ServerLimits l, std::string web_config_file)
@@ -43,45 +48,108 @@ struct Server::State {
   std::optional<WebConfigFile> web_config;  // loaded by Listen() when a path is given
   // Runs the bcrypt checks off the event loop; one thread, so password guessing is also slow.
   std::unique_ptr<asio::thread_pool> verifier;
-  std::size_t open_connections = 0;
+  // Every open connection, oldest first, and how many each client address holds.
+  std::list<std::shared_ptr<OpenEntry>> open;
+  std::map<asio::ip::address, std::size_t> open_per_client;
   bool stopped = false;
 };
 
 namespace {
 
-// Counts a connection from accept to close, through TLS detection and handshake.
+// A connection object the server can close early to make room for a new one.
+class Sheddable {
+ public:
+  virtual void Shed() = 0;
+
+ protected:
+  ~Sheddable() = default;
+};
+
+}  // namespace
+
+// What the server knows of one open connection when it picks one to shed.
+struct OpenEntry {
+  asio::ip::address client;
+  bool answering = false;  // a complete request is being answered: never shed
+  bool served = false;     // answered a request before: shed after those that never did
+  bool listed = true;
+  std::weak_ptr<Sheddable> owner;  // the object holding the socket right now
+  std::list<std::shared_ptr<OpenEntry>>::iterator position;
+};
+
+namespace {
+
+void Unlist(Server::State& state, OpenEntry& entry) {
+  if (!entry.listed) return;
+  entry.listed = false;
+  state.open.erase(entry.position);
+  const auto count = state.open_per_client.find(entry.client);
+  if (--count->second == 0) state.open_per_client.erase(count);
+}
+
+// Lists a connection from accept to close, through TLS detection and handshake.
 class OpenConnection {
  public:
-  explicit OpenConnection(std::shared_ptr<Server::State> state) : state_(std::move(state)) {
-    ++state_->open_connections;
+  OpenConnection(std::shared_ptr<Server::State> state, const asio::ip::address& client)
+      : state_(std::move(state)), entry_(std::make_shared<OpenEntry>()) {
+    entry_->client = client;
+    entry_->position = state_->open.insert(state_->open.end(), entry_);
+    ++state_->open_per_client[client];
   }
   OpenConnection(OpenConnection&& other) noexcept = default;
   OpenConnection& operator=(OpenConnection&&) = delete;
   ~OpenConnection() {
-    if (state_) --state_->open_connections;
+    if (state_) Unlist(*state_, *entry_);
   }
   Server::State& state() const { return *state_; }
   const std::shared_ptr<Server::State>& shared_state() const { return state_; }
+  void HeldBy(std::weak_ptr<Sheddable> owner) { entry_->owner = std::move(owner); }
+  void Answering(bool answering) {
+    entry_->answering = answering;
+    if (!answering) entry_->served = true;
+  }
 
  private:
   std::shared_ptr<Server::State> state_;
+  std::shared_ptr<OpenEntry> entry_;
 };
+
+// Closes the oldest connection that `matches` and is not being answered, those that never
+// completed a request first; false when there is none.
+template <class Matches>
+bool ShedOldest(Server::State& state, const Matches& matches) {
+  for (const bool served : {false, true}) {
+    for (const std::shared_ptr<OpenEntry>& entry : state.open) {
+      if (entry->answering || entry->served != served || !matches(*entry)) continue;
+      const std::shared_ptr<OpenEntry> shed = entry;  // Unlist erases the list's reference
+      Unlist(state, *shed);
+      spdlog::debug("http: closing the oldest {} connection from {} to make room",
+                    served ? "idle" : "unfinished", shed->client.to_string());
+      if (auto owner = shed->owner.lock()) owner->Shed();
+      return true;
+    }
+  }
+  return false;
+}
 
 // One HTTP/1.1 connection over `Stream`: beast::tcp_stream, or an ssl_stream on top of it.
 template <class Stream>
-class Connection : public std::enable_shared_from_this<Connection<Stream>> {
+class Connection : public std::enable_shared_from_this<Connection<Stream>>, public Sheddable {
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
  public:
-  // `buffer` holds bytes already read from the socket (the start of a TLS handshake).
+  // `buffer` holds bytes already read from the socket (the start of a TLS handshake);
+  // `request_deadline` is when the first request must have arrived in full.
   Connection(Stream stream, beast::flat_buffer buffer, OpenConnection slot,
-             std::shared_ptr<const BasicAuth> auth)
+             std::shared_ptr<const BasicAuth> auth, SteadyClock::time_point request_deadline)
       : stream_(std::move(stream)),
         buffer_(std::move(buffer)),
         slot_(std::move(slot)),
-        auth_(std::move(auth)) {}
+        auth_(std::move(auth)),
+        request_deadline_(request_deadline) {}
 
   void Start() {
+    slot_.HeldBy(this->weak_from_this());
     if constexpr (kTls) {
       Handshake();
     } else {
@@ -89,12 +157,14 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     }
   }
 
+  void Shed() override { tcp().close(); }
+
  private:
   const ServerLimits& limits() const { return slot_.state().limits; }
   beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
 
   void Handshake() {
-    tcp().expires_after(limits().read_timeout);
+    tcp().expires_at(request_deadline_);
     stream_.async_handshake(
         asio::ssl::stream_base::server, buffer_.data(),
         [self = this->shared_from_this()](beast::error_code error, std::size_t used) {
@@ -112,11 +182,34 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     ReadRequest();
   }
 
+  // A kept-alive connection with nothing pending waits up to idle_timeout for a first byte;
+  // from then on the request must arrive within request_timeout.
+  void AwaitNextRequest() {
+    slot_.Answering(false);
+    if (buffer_.size() > 0) {  // pipelined: the next request has started already
+      request_deadline_ = SteadyClock::now() + limits().request_timeout;
+      return ReadRequest();
+    }
+    tcp().expires_after(limits().idle_timeout);
+    stream_.async_read_some(
+        buffer_.prepare(kIdleReadBytes),
+        [self = this->shared_from_this()](beast::error_code error, std::size_t bytes) {
+          self->OnFirstBytes(error, bytes);
+        });
+  }
+
+  void OnFirstBytes(beast::error_code error, std::size_t bytes) {
+    if (error) return;  // idle timeout, peer gone or shed: the socket closes with this object
+    buffer_.commit(bytes);
+    request_deadline_ = SteadyClock::now() + limits().request_timeout;
+    ReadRequest();
+  }
+
   void ReadRequest() {
     parser_.emplace();
     parser_->header_limit(limits().header_bytes);
     parser_->body_limit(limits().body_bytes);
-    tcp().expires_after(limits().read_timeout);
+    tcp().expires_at(request_deadline_);
     beast_http::async_read(stream_, buffer_, *parser_,
                            [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                              self->OnRead(error);
@@ -127,17 +220,21 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (error == beast_http::error::end_of_stream) return Close();
     if (error) {
       if (error == beast_http::error::header_limit || error == beast_http::error::body_limit) {
+        slot_.Answering(true);
         return RespondAndClose(beast_http::status::payload_too_large, "request too large");
       }
       if (error.category() ==
           beast_http::make_error_code(beast_http::error::bad_method).category()) {
+        slot_.Answering(true);
         return RespondAndClose(beast_http::status::bad_request, "malformed HTTP request");
       }
-      if (error != beast::error::timeout && error != asio::error::operation_aborted) {
+      if (error != beast::error::timeout && error != asio::error::operation_aborted &&
+          error != asio::error::bad_descriptor) {
         spdlog::debug("http: dropping connection: {}", error.message());
       }
       return;  // the socket closes with this object
     }
+    slot_.Answering(true);
     if (!auth_) return Respond();
     const auto authorization = parser_->get()[beast_http::field::authorization];
     auto credentials = ParseBasicAuthorization({authorization.data(), authorization.size()});
@@ -190,7 +287,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (error) return;
     if (!response_.keep_alive() || slot_.state().stopped) return Close();
     response_ = {};
-    ReadRequest();
+    AwaitNextRequest();
   }
 
   void Close() {
@@ -204,28 +301,37 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     }
   }
 
+  static constexpr std::size_t kIdleReadBytes = 1024;
+
   Stream stream_;
   beast::flat_buffer buffer_;
   OpenConnection slot_;
   std::shared_ptr<const BasicAuth> auth_;
+  SteadyClock::time_point request_deadline_;
   std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
   Response response_;
 };
 
 // The first bytes on a TLS listener: a TLS handshake goes on to a TLS connection; anything else
 // (plain HTTP, most likely) gets a 400 that says what went wrong instead of a dropped socket.
-class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
+class TlsDetector : public std::enable_shared_from_this<TlsDetector>, public Sheddable {
  public:
   TlsDetector(tcp::socket socket, OpenConnection slot, ServerSecurity security)
-      : stream_(std::move(socket)), slot_(std::move(slot)), security_(std::move(security)) {}
+      : stream_(std::move(socket)),
+        slot_(std::move(slot)),
+        security_(std::move(security)),
+        request_deadline_(SteadyClock::now() + slot_.state().limits.request_timeout) {}
 
   void Start() {
-    stream_.expires_after(slot_.state().limits.read_timeout);
+    slot_.HeldBy(weak_from_this());
+    stream_.expires_at(request_deadline_);
     beast::async_detect_ssl(stream_, buffer_,
                             [self = shared_from_this()](beast::error_code error, bool is_tls) {
                               self->OnDetect(error, is_tls);
                             });
   }
+
+  void Shed() override { stream_.close(); }
 
  private:
   void OnDetect(beast::error_code error, bool is_tls) {
@@ -234,7 +340,7 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
       using TlsStream = beast::ssl_stream<beast::tcp_stream>;
       std::make_shared<Connection<TlsStream>>(TlsStream(std::move(stream_), *security_.tls),
                                               std::move(buffer_), std::move(slot_),
-                                              std::move(security_.auth))
+                                              std::move(security_.auth), request_deadline_)
           ->Start();
       return;
     }
@@ -244,6 +350,7 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
              "Connection: close\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n" + body;
     }();
+    slot_.Answering(true);
     stream_.expires_after(slot_.state().limits.write_timeout);
     asio::async_write(stream_, asio::buffer(kAnswer),
                       [self = shared_from_this()](beast::error_code, std::size_t) {
@@ -256,20 +363,72 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
   beast::flat_buffer buffer_;
   OpenConnection slot_;
   ServerSecurity security_;  // the TLS context stays alive as long as the connection
+  SteadyClock::time_point request_deadline_;
 };
+
+// The answer to a connection that finds every slot busy answering: a 503 that says so, where a
+// silent close would look like a network fault to the scraper.
+class Refusal : public std::enable_shared_from_this<Refusal> {
+ public:
+  explicit Refusal(tcp::socket socket) : stream_(std::move(socket)) {}
+
+  void Start(std::chrono::milliseconds timeout) {
+    static const std::string kAnswer = [] {
+      const std::string body = "lagsight: too many connections being answered; retry shortly\n";
+      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+             "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    stream_.expires_after(timeout);
+    asio::async_write(stream_, asio::buffer(kAnswer),
+                      [self = shared_from_this()](beast::error_code, std::size_t) {
+                        beast::error_code ignored;
+                        self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                      });
+  }
+
+ private:
+  beast::tcp_stream stream_;
+};
+
+// Makes room for a connection from `client`: within its address's share first, then within
+// the server's cap. False when every candidate is busy answering.
+bool MakeRoom(Server::State& state, const asio::ip::address& client) {
+  const auto held = state.open_per_client.find(client);
+  if (held != state.open_per_client.end() &&
+      held->second >= state.limits.max_connections_per_client &&
+      !ShedOldest(state, [&client](const OpenEntry& entry) { return entry.client == client; })) {
+    return false;
+  }
+  if (state.open.size() >= state.limits.max_connections &&
+      !ShedOldest(state, [](const OpenEntry&) { return true; })) {
+    return false;
+  }
+  return true;
+}
 
 void StartConnection(tcp::socket socket, const std::shared_ptr<Server::State>& state) {
   ServerSecurity security;
   if (state->web_config) security = state->web_config->Current();
+  beast::error_code error;
+  const tcp::endpoint peer = socket.remote_endpoint(error);
+  if (error) return;  // already gone
+  if (!MakeRoom(*state, peer.address())) {
+    spdlog::warn("http: refusing a connection from {}: all {} open connections are busy",
+                 peer.address().to_string(), state->open.size());
+    // A TLS client could not read a plain answer; it sees the close.
+    if (!security.tls) std::make_shared<Refusal>(std::move(socket))->Start(std::chrono::seconds(5));
+    return;
+  }
   if (security.auth && !state->verifier) state->verifier = std::make_unique<asio::thread_pool>(1);
-  OpenConnection slot(state);
+  OpenConnection slot(state, peer.address());
   if (security.tls) {
     std::make_shared<TlsDetector>(std::move(socket), std::move(slot), std::move(security))->Start();
     return;
   }
-  std::make_shared<Connection<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
-                                                  beast::flat_buffer(), std::move(slot),
-                                                  std::move(security.auth))
+  std::make_shared<Connection<beast::tcp_stream>>(
+      beast::tcp_stream(std::move(socket)), beast::flat_buffer(), std::move(slot),
+      std::move(security.auth), SteadyClock::now() + state->limits.request_timeout)
       ->Start();
 }
 
@@ -285,11 +444,7 @@ void Accept(const std::shared_ptr<Server::State>& state) {
           state->retry_timer.async_wait([state](beast::error_code) { Accept(state); });
           return;
         }
-        if (state->open_connections >= state->limits.max_connections) {
-          spdlog::warn("http: refusing a connection: {} already open", state->open_connections);
-        } else {
-          StartConnection(std::move(socket), state);
-        }
+        StartConnection(std::move(socket), state);
         Accept(state);
       });
 }

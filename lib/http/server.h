@@ -5,6 +5,17 @@
 // open connections is capped, so one slow or broken client never affects the others. Accept
 // errors are logged and retried after a pause instead of stopping the listener.
 //
+// Slow or idle clients cannot lock scrapers out: a connection must deliver its whole request
+// (TLS handshake included) within `request_timeout` of its accept, or of its first byte after a
+// keep-alive pause; a kept-alive connection waiting for its next request is closed after
+// `idle_timeout`. A new connection is never turned away silently: when its client address
+// already holds `max_connections_per_client`, or the server `max_connections`, the oldest
+// connection that is not being answered is closed to make room for it — first those that never
+// completed a request, then idle kept-alive ones — so a flood from one address only ever
+// displaces its own connections, and a scraper's request, sent at once, is served. Only when
+// every connection is busy answering does the new one get a 503 saying so (plain HTTP) or a
+// close (TLS listener: the client could not read a plain answer).
+//
 // With a --web.config.file (server_security.h) the one listener serves TLS or plain HTTP as the
 // file says, and basic auth guards every path, as exporter-toolkit does (/healthz and /readyz
 // too: a probe must then send credentials). bcrypt checks run on a thread of their own, so a
@@ -28,9 +39,13 @@ namespace lagsight::http {
 struct ServerLimits {
   std::uint32_t header_bytes = 8 * 1024;
   std::uint64_t body_bytes = 64 * 1024;
-  std::chrono::seconds read_timeout{30};
-  std::chrono::seconds write_timeout{60};
+  // A real client sends its request at once; 10 s also covers a TLS handshake over a slow link
+  // and matches Prometheus's default scrape timeout.
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
   std::size_t max_connections = 256;
+  std::size_t max_connections_per_client = 64;
 };
 
 class Server {

@@ -27,10 +27,20 @@ class ExpositionError(ValueError):
 def parse(text: str) -> Samples:
     """Maps each sample's ``(metric name, frozenset of (label, value) pairs)`` to its value.
 
-    Comment lines (# HELP, # TYPE, others) and blank lines carry no sample and are skipped.
+    Comment lines (# HELP, # TYPE, others) and blank lines carry no sample and are skipped. A
+    duplicate series (same name, same label set) raises, and so does a family described twice
+    (a second ``# HELP`` or ``# TYPE`` line for one name), which Prometheus's own text parser
+    refuses: every test that parses an exposition fails on either.
     """
     samples: Samples = {}
+    described: set[tuple[str, str]] = set()
     for number, line in enumerate(text.splitlines(), start=1):
+        metadata = re.match(r"# (HELP|TYPE) (\S+)", line)
+        if metadata:
+            if metadata.groups() in described:
+                raise ExpositionError(f"line {number}: second {metadata.group(1)} line for "
+                                      f"{metadata.group(2)} (duplicate family): {line!r}")
+            described.add(metadata.groups())
         if not line.strip() or line.startswith("#"):
             continue
         try:
