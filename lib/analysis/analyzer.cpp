@@ -481,9 +481,8 @@ struct Analyzer::State {
       auto& remembered = job.associations;
       const NamedSource named{flink_cluster, join.job_name, join.source};
       const auto series = job.sources.find(join.source);
-      const std::string mode = series != job.sources.end()
-                                   ? CommitMode(series->second, job.samples)
-                                   : std::string("unknown");
+      const std::string mode = series != job.sources.end() ? CommitMode(series->second, job.samples)
+                                                           : std::string("unknown");
       if (join.association == "configured" && mode == "none" &&
           !committing_sources[join.job_id].empty()) {
         // The mapping names the group of the job's committing sources; this one commits to none
@@ -543,8 +542,8 @@ struct Analyzer::State {
   // unchanged for longer than the interval is current as of one interval ago). Against the log
   // end of that time the lag is a lower bound, never inflated, and it does not rise between two
   // refreshes only to fall at the next (that would be a sawtooth of lagsight's own making).
-  void AlignFlinkLag(FlinkSourceJoin& join, const JobHistory& job,
-                     const FlinkClusterState& state, const SourcesView& sources) const {
+  void AlignFlinkLag(FlinkSourceJoin& join, const JobHistory& job, const FlinkClusterState& state,
+                     const SourcesView& sources) const {
     const auto cluster = kafka.find(join.kafka_cluster);
     if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
     const double refreshed = state.polled_at - state.metrics_fetch_interval;
@@ -649,10 +648,10 @@ struct Analyzer::State {
       const JobHistory& job = jobs.at(std::get<2>(key));
       PairState& pair = Pair(key, now);
       std::vector<kafka::TopicPartition> stuck;
-      const PairFacts facts = RunningPairFacts(cluster, snapshot, index, key, inputs, job, readers,
-                                               pair, now, stuck);
-      emit(key, Decide(key, inputs.job_name, PairEvidenceFrom(facts, config), PairPrecedence(),
-                       now, PairHistory(pair), facts, index, job, std::move(stuck)));
+      const PairFacts facts =
+          RunningPairFacts(cluster, snapshot, index, key, inputs, job, readers, pair, now, stuck);
+      emit(key, Decide(key, inputs.job_name, PairEvidenceFrom(facts, config), PairPrecedence(), now,
+                       PairHistory(pair), facts, index, job, std::move(stuck)));
     }
     // Jobs without joins here: not running, missing, stopping, or their Flink cluster is down.
     for (auto& [job_id, job] : jobs) {
@@ -713,8 +712,8 @@ struct Analyzer::State {
       const auto history = cluster.groups.find(group.group);
       if (lag == nullptr || history == cluster.groups.end()) continue;
       PairState& pair = Pair(key, now);
-      const GroupFactsWithStuck facts = GroupFactsOf(cluster, snapshot, *lag, group, history->second, pair,
-                                            now);
+      const GroupFactsWithStuck facts =
+          GroupFactsOf(cluster, snapshot, *lag, group, history->second, pair, now);
       std::vector<LagPoint> points;
       for (const GroupSample& sample : history->second.samples.samples()) {
         points.push_back({sample.time, sample.lag_sum, std::nullopt});
@@ -886,11 +885,10 @@ struct Analyzer::State {
     return stuck;
   }
 
-  PairFacts RunningPairFacts(const KafkaClusterState& cluster,
-                             const kafka::KafkaSnapshot& snapshot, const GroupIndex& index,
-                             const PairKey& key, const PairInputs& inputs, const JobHistory& job,
-                             const Readers& readers, PairState& pair, double now,
-                             std::vector<kafka::TopicPartition>& stuck) {
+  PairFacts RunningPairFacts(const KafkaClusterState& cluster, const kafka::KafkaSnapshot& snapshot,
+                             const GroupIndex& index, const PairKey& key, const PairInputs& inputs,
+                             const JobHistory& job, const Readers& readers, PairState& pair,
+                             double now, std::vector<kafka::TopicPartition>& stuck) {
     const std::string& group_id = std::get<1>(key);
     const flink::FlinkJob& flink_job = *job.latest;
     const FlinkClusterState& flink_state = flink[job.flink_cluster];
@@ -959,13 +957,13 @@ struct Analyzer::State {
       const double latest = latest_ms ? static_cast<double>(*latest_ms) / 1000.0 : 0;
       f.checkpoint_age_seconds = now - std::max(latest, job.running_since);
       f.checkpoint_failures_in_window =
-          IncreaseOverWindow(job.samples, [](const JobSample& s) { return s.failed; }, now,
-                             window_seconds) > 0;
+          IncreaseOverWindow(
+              job.samples, [](const JobSample& s) { return s.failed; }, now, window_seconds) > 0;
       f.checkpoint_in_progress = flink_job.checkpoints.counts.in_progress > 0;
     }
     f.checkpoints_completed_in_window =
-        IncreaseOverWindow(job.samples, [](const JobSample& s) { return s.completed; }, now,
-                           window_seconds) > 0;
+        IncreaseOverWindow(
+            job.samples, [](const JobSample& s) { return s.completed; }, now, window_seconds) > 0;
 
     const GroupHistory* history = nullptr;
     if (const auto found = cluster.groups.find(group_id); found != cluster.groups.end()) {
@@ -985,8 +983,7 @@ struct Analyzer::State {
       f.commits_failed_in_window += IncreaseOverWindow(
           series->second, [](const SourceSample& s) { return s.failed; }, now, window_seconds);
       f.commits_succeeded_in_window += IncreaseOverWindow(
-          series->second, [](const SourceSample& s) { return s.succeeded; }, now,
-          window_seconds);
+          series->second, [](const SourceSample& s) { return s.succeeded; }, now, window_seconds);
       all_commit_nothing &= CommitMode(series->second, job.samples) == "none";
       f.group_expected |= join->association == "configured";
       f.group_candidates |= !join->candidate_groups.empty();
@@ -1002,7 +999,8 @@ struct Analyzer::State {
     const kafka::ConsumerGroup* group = GroupIndex::Find(index.described, group_id);
     f.group_known = !group_id.empty();
     if (group != nullptr) {
-      for (const auto& [tp, offset] : group->committed) f.group_has_offsets |= topics.contains(tp.topic);
+      for (const auto& [tp, offset] : group->committed)
+        f.group_has_offsets |= topics.contains(tp.topic);
     }
     // With the group there but no partitions reported by the reader yet (right after a start or
     // restore), nothing says its offsets are missing.
@@ -1033,9 +1031,8 @@ struct Analyzer::State {
       }
       if (LagMatters(deficit - explained, f.input_rate, config) || regressed_since_start) {
         const auto& restored_ms = flink_job.checkpoints.restored_timestamp_ms;
-        const bool restored =
-            restored_ms && static_cast<double>(*restored_ms) / 1000.0 >=
-                               job.running_since - kRestoreSlackSeconds;
+        const bool restored = restored_ms && static_cast<double>(*restored_ms) / 1000.0 >=
+                                                 job.running_since - kRestoreSlackSeconds;
         pair.moved_back = restored ? MovedBack::kRestore : MovedBack::kReplay;
       }
     }
@@ -1108,7 +1105,8 @@ struct Analyzer::State {
     f.lag_trend = TrendOverWindow(
         history.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window_seconds,
         MinimumChange());
-    f.covered = baseline != nullptr && latest.time - baseline->time >= kLevelCoverage * window_seconds;
+    f.covered =
+        baseline != nullptr && latest.time - baseline->time >= kLevelCoverage * window_seconds;
     f.committed_in_window =
         !history.commits.empty() && history.commits.back().time > now - window_seconds;
     f.input_arrived = baseline != nullptr && latest.log_end_sum > baseline->log_end_sum;

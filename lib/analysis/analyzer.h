@@ -89,7 +89,7 @@ struct DiagnosisFinding {
   std::string job_id;  // empty: a Kafka-only group
   std::string job_name;
   Cause cause = Cause::kHealthy;
-  double since = 0;  // unix seconds the cause became active
+  double since = 0;             // unix seconds the cause became active
   std::vector<Cause> evidence;  // every cause whose rule holds now, the active one or not
   std::vector<kafka::TopicPartition> stuck_partitions;  // named by partition_stuck
   // What the status page shows next to the cause.

@@ -91,8 +91,8 @@ const std::vector<Cause>& PairPrecedence() {
 
 const std::vector<Cause>& GroupPrecedence() {
   static const std::vector<Cause> kOrder{
-      Cause::kReallyBehind,  Cause::kStalled,         Cause::kPartitionStuck,
-      Cause::kSteadyBacklog, Cause::kRewinding,       Cause::kOffsetsExpiring,
+      Cause::kReallyBehind,         Cause::kStalled,   Cause::kPartitionStuck,
+      Cause::kSteadyBacklog,        Cause::kRewinding, Cause::kOffsetsExpiring,
       Cause::kPartitionsUncommitted};
   return kOrder;
 }

@@ -94,7 +94,7 @@ struct PairFacts {
   bool group_lag_growing = false;  // while gone: the group's lag grows
 
   // The job's own lag (Flink side) and the stream it reads.
-  double flink_lag = 0;  // records, summed over the pair's partitions
+  double flink_lag = 0;              // records, summed over the pair's partitions
   std::optional<double> input_rate;  // records/s arriving on the pair's partitions
   Trend flink_lag_trend = Trend::kUnknown;
   // Partitions whose position has not moved for `stuck_seconds` while records waited on them
@@ -117,9 +117,9 @@ struct PairFacts {
   // broker shows none since the job started. By design without group.id (or with commits
   // switched off): offsets_missing only when the operator said it commits to a group.
   bool commits_nothing = false;
-  bool group_expected = false;  // a configured mapping names the group
-  bool group_known = false;     // a group is associated (configured, matched or remembered)
-  bool group_candidates = false;  // no unique match, but groups hold exactly the job's offsets
+  bool group_expected = false;     // a configured mapping names the group
+  bool group_known = false;        // a group is associated (configured, matched or remembered)
+  bool group_candidates = false;   // no unique match, but groups hold exactly the job's offsets
   bool group_has_offsets = false;  // on the pair's topics
 
   // Positions against what the group held: did the job move back behind what the group had
@@ -140,9 +140,9 @@ struct GroupFacts {
   double lag = 0;
   std::optional<double> input_rate;
   Trend lag_trend = Trend::kUnknown;
-  bool covered = false;                // the history spans most of the window
+  bool covered = false;  // the history spans most of the window
   bool committed_in_window = false;
-  bool input_arrived = false;          // the log end moved over the window
+  bool input_arrived = false;  // the log end moved over the window
   double seconds_since_commit = 0;
   std::optional<double> commit_period_seconds;  // median gap of the commits lagsight saw
   int regressions_in_window = 0;

@@ -11,8 +11,7 @@ std::optional<double> LogEndAt(const LogEndHistory& history, double time) {
   const LogEndSample& a = samples[after - 1];
   const LogEndSample& b = samples[after];
   const double share = (time - a.time) / (b.time - a.time);
-  return static_cast<double>(a.log_end) +
-         share * static_cast<double>(b.log_end - a.log_end);
+  return static_cast<double>(a.log_end) + share * static_cast<double>(b.log_end - a.log_end);
 }
 
 std::optional<double> InputRate(const LogEndHistory& history, double now, double window,

@@ -38,8 +38,8 @@ inline constexpr double kLevelCoverage = 0.8;
 // How `value` moved over the window: growing (rose by at least `minimum_change`, most steps not
 // down), falling (the mirror), level (spans most of the window, neither), unknown (too short).
 template <typename Sample, typename Value>
-Trend TrendOverWindow(const ThinningSeries<Sample>& series, Value value, double now,
-                      double window, double minimum_change) {
+Trend TrendOverWindow(const ThinningSeries<Sample>& series, Value value, double now, double window,
+                      double minimum_change) {
   const Sample* baseline = WindowBaseline(series, now, window);
   if (baseline == nullptr) return Trend::kUnknown;
   const Sample& latest = series.back();

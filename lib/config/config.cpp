@@ -436,8 +436,8 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
 
 // A number in the range (`low`, `high`] (or (`low`, `high`) when `high_exclusive`), from a
 // YAML scalar; anything else fails with the range in the message.
-double ReadNumber(const Reader& reader, const YAML::Node& node, const std::string& path,
-                  double low, double high, bool high_exclusive = false) {
+double ReadNumber(const Reader& reader, const YAML::Node& node, const std::string& path, double low,
+                  double high, bool high_exclusive = false) {
   const std::string text = reader.String(node, path);
   std::size_t used = 0;
   double value = -1;
@@ -481,9 +481,8 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
         node["lag_threshold_records"], path + ".lag_threshold_records", 1, 2'000'000'000);
   }
   if (node["lag_threshold"]) {
-    diagnosis.lag_threshold =
-        reader.Duration(node["lag_threshold"], path + ".lag_threshold", std::chrono::seconds(0),
-                        std::chrono::hours(24));
+    diagnosis.lag_threshold = reader.Duration(node["lag_threshold"], path + ".lag_threshold",
+                                              std::chrono::seconds(0), std::chrono::hours(24));
   }
   if (const YAML::Node ratio = node["expiry_warning_ratio"]) {
     diagnosis.expiry_warning_ratio =

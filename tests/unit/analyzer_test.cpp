@@ -2,9 +2,8 @@
 // Time is a parameter, so minutes of behaviour run in microseconds.
 #include "analysis/analyzer.h"
 
-#include <catch.hpp>
-
 #include <algorithm>
+#include <catch.hpp>
 
 using namespace lagsight;
 using analysis::Cause;
@@ -44,12 +43,12 @@ class World {
   std::optional<std::int64_t> num_restarts = 0;
   std::optional<std::int64_t> restored_ms;
   double min_pause_ms = 0;
-  double fetch_interval_ms = 1000;  // the JobManager's metrics.fetcher.update-interval
-  bool job_present = true;          // false: missing from the Flink poll
-  std::string job_id = "job-1";  // the job Flink reports
+  double fetch_interval_ms = 1000;     // the JobManager's metrics.fetcher.update-interval
+  bool job_present = true;             // false: missing from the Flink poll
+  std::string job_id = "job-1";        // the job Flink reports
   double job_start = 1'000'000 - 600;  // unix seconds
-  bool flink_up = true;             // false: the Flink poll fails
-  bool reader_reports = true;       // false: the source exists but reports no partitions yet
+  bool flink_up = true;                // false: the Flink poll fails
+  bool reader_reports = true;          // false: the source exists but reports no partitions yet
 
   double now = 1'000'000;
   config::FlinkClusterConfig& flink_config() { return flink_config_; }
@@ -75,7 +74,8 @@ class World {
       flink_ = std::make_shared<flink::FlinkSnapshot>();
       flink_->metrics_fetch_interval_ms = fetch_interval_ms;
       flink::FlinkJob job;
-      job.overview = {job_id, "enrich", job_state, static_cast<std::int64_t>(job_start * 1000),
+      job.overview = {job_id,       "enrich",
+                      job_state,    static_cast<std::int64_t>(job_start * 1000),
                       num_restarts, {}};
       job.checkpoints.counts = {completed, failed, 0, 0};
       job.checkpoints.latest_completed_timestamp_ms = latest_completed_ms;
@@ -117,7 +117,8 @@ class World {
 
   // Polls `seconds` times, calling `step` before each; returns every cause seen for the pair.
   template <typename Step>
-  std::set<Cause> Run(int seconds, const std::string& group, const std::string& pair_job, Step step) {
+  std::set<Cause> Run(int seconds, const std::string& group, const std::string& pair_job,
+                      Step step) {
     std::set<Cause> seen;
     for (int i = 0; i < seconds; ++i) {
       step(i);
@@ -356,7 +357,8 @@ TEST_CASE("routine: a task failure restarts from the last checkpoint and catches
   CHECK(*source.commit_failure_ratio == 0);  // the counter reset is no failure
 }
 
-TEST_CASE("routine: restore from an older savepoint is restored_from_old_position until caught up") {
+TEST_CASE(
+    "routine: restore from an older savepoint is restored_from_old_position until caught up") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   // Redeployed as a new job from a savepoint 3000 records older than the group's offsets.
@@ -470,7 +472,9 @@ TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves
     world.log_end += 150;
     // Flink refreshes the served value every 10 s: the position is up to 10 s old.
     if (s % 10 == 0) world.job_current = world.log_end - 1;
-    if (s % kCheckpointEvery == kCheckpointEvery - 1) {  // commits where the job really is, not where Flink last said it was
+    if (s % kCheckpointEvery ==
+        kCheckpointEvery -
+            1) {  // commits where the job really is, not where Flink last said it was
       world.completed++;
       world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
       world.commits_succeeded++;
@@ -491,7 +495,8 @@ TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
 }
 
-TEST_CASE("routine: a restore whose reader reports late and whose commits trail is not offsets_missing") {
+TEST_CASE(
+    "routine: a restore whose reader reports late and whose commits trail is not offsets_missing") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   // A burst of 3000 records, read and committed: the window's input rate is now high, so the
@@ -501,7 +506,10 @@ TEST_CASE("routine: a restore whose reader reports late and whose commits trail 
     SteadyJob(world, s);
   });
   world.job_present = false;  // cancelled
-  world.Run(2, "enrich", "job-1", [&](int s) { world.log_end += 50; (void)s; });
+  world.Run(2, "enrich", "job-1", [&](int s) {
+    world.log_end += 50;
+    (void)s;
+  });
   world.job_present = true;
   world.job_id = "job-2";
   world.job_start = world.now;

@@ -4,9 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <set>
+#include <sstream>
 
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
@@ -124,7 +123,8 @@ std::vector<std::string> SeriesOf(const std::string& text) {
 TEST_CASE("a Flink job with two sources of one name committing to one group: no duplicate series") {
   flink::FlinkJob job;
   job.overview = {"0a9b8c7d6e5f40312233445566778899", "enrich", "RUNNING", 0, 3, {}};
-  for (const char* vertex : {"cbc357ccb763df2852fee8c4fc7d55f2", "feca28aff5a3958840bee985ee7de4d3"}) {
+  for (const char* vertex :
+       {"cbc357ccb763df2852fee8c4fc7d55f2", "feca28aff5a3958840bee985ee7de4d3"}) {
     flink::SourceReader reader;
     reader.vertex_id = vertex;
     reader.name = "Source: Kafka Source";  // the connector's default name, twice

@@ -2,7 +2,6 @@
 // every threshold key with its default. The tables are what an operator reads at 3 a.m.; a rule
 // order or a default that drifts from the code would send them the wrong way.
 #include <catch.hpp>
-
 #include <fstream>
 #include <regex>
 #include <sstream>
