@@ -107,7 +107,8 @@ class JobSpec:
     delay_us: int = 0
     delay_file: Path | None = None    # while it exists, its integer content is the delay
     fail_checkpoints_file: Path | None = None  # while it exists, checkpoints fail
-    fail_records_file: Path | None = None  # while it exists, every record fails: a failover
+    fail_records_file: Path | None = None  # while it exists, every record fails: a restart loop
+    fail_once_file: Path | None = None  # when it appears, one record fails: a single failover
     min_pause_ms: int | None = None   # execution.checkpointing.min-pause
     tolerable_failures: int | None = None
     source: str | None = None
@@ -132,7 +133,8 @@ class JobSpec:
             "checkpoint": self.checkpoint_ms, "parallelism": self.parallelism,
             "delay-us": self.delay_us, "delay-file": self.delay_file,
             "fail-checkpoints-file": self.fail_checkpoints_file,
-            "fail-records-file": self.fail_records_file, "min-pause": self.min_pause_ms,
+            "fail-records-file": self.fail_records_file, "fail-once-file": self.fail_once_file,
+            "min-pause": self.min_pause_ms,
             "tolerable-failures": self.tolerable_failures, "source": self.source,
             "map": self.map, "sink": self.sink, "bootstrap": self.bootstrap,
             "restore": self.restore,

@@ -270,13 +270,13 @@ def stop_with_savepoint(env: Env, jid: str) -> str:
 
 def op_failover(env: Env, op: Operation) -> None:
     fail_file = env.work_dir / f"{op.key}.fail"
-    spec = spec_for(env, op.key, [env.topic(op.key)], fail_records_file=fail_file)
+    spec = spec_for(env, op.key, [env.topic(op.key)], fail_once_file=fail_file)
     jid = env.submit(spec)
     baseline(env, op, jid, spec.name)
     before = num_restarts(env.flink, jid)
     fail_file.touch()
+    wait_until(lambda: not fail_file.exists(), 60, "the job to fail once (it deletes the file)")
     wait_until(lambda: num_restarts(env.flink, jid) > before, 60, "a restart (numRestarts)")
-    fail_file.unlink()
     wait_until(lambda: job_state(env.flink, jid) == "RUNNING", 120, "RUNNING again")
     op.note(f"a task failed on purpose; REST numRestarts {before} -> "
             f"{num_restarts(env.flink, jid)}, restored from the latest checkpoint")
@@ -503,8 +503,14 @@ def routine(request, session_broker, lagsight_binary, tmp_path_factory) -> Itera
     bootstrap = session_broker.bootstrap
     prefix = f"ro{line.replace('.', '')}-{uuid.uuid4().hex[:5]}"
     work_dir = tmp_path_factory.mktemp(f"routine-{line}")
-    flink = FlinkJob(line, [], work_dir / "flink", bootstrap=bootstrap,
-                     savepoint_dir=work_dir / "savepoints", slots=40, heap="1500m")
+    # The harness starts with at least one job: a healthy one, which also shows that the
+    # operations of its neighbours never leak into its pair.
+    anchor = f"{prefix}-anchor"
+    create_topic(bootstrap, anchor, 1)
+    anchor_producer = SteadyProducer(bootstrap, anchor, 1, RATE)
+    flink = FlinkJob(line, [JobSpec(anchor, [anchor], group=anchor)], work_dir / "flink",
+                     bootstrap=bootstrap, savepoint_dir=work_dir / "savepoints", slots=40,
+                     heap="1500m")
     env = None
     try:
         flink.start()
@@ -512,7 +518,8 @@ def routine(request, session_broker, lagsight_binary, tmp_path_factory) -> Itera
                                    lagsight_config(bootstrap, flink.rest_url, prefix))
         (work_dir / "lagsight").mkdir()
         lagsight.start()
-        env = Env(line, bootstrap, prefix, flink, lagsight, work_dir, lagsight_binary)
+        env = Env(line, bootstrap, prefix, flink, lagsight, work_dir, lagsight_binary,
+                  producers=[anchor_producer])
         operations = {op.key: dataclasses.replace(op, notes=[], done=threading.Event())
                       for op in OPERATIONS}
         for op in operations.values():
@@ -528,9 +535,9 @@ def routine(request, session_broker, lagsight_binary, tmp_path_factory) -> Itera
                 proxy.close()
             code = env.lagsight.stop()
         flink.stop()
+        for producer in env.producers if env is not None else [anchor_producer]:
+            producer.stop()
         if env is not None:
-            for producer in env.producers:
-                producer.stop()
             assert code == 0, f"lagsight exited with {code} on SIGTERM (see its log)"
 
 

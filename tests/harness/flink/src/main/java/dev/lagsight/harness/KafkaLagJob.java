@@ -79,6 +79,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * fail-records-file=PATH     while PATH exists, the map throws on every record: a task failure,
  *                            and Flink restarts the job by its restart strategy (a failover;
  *                            a restart loop for as long as PATH stays)
+ * fail-once-file=PATH        when PATH appears, the first record that sees it deletes it and
+ *                            throws: exactly one task failure (a single failover)
  * min-pause=MS               execution.checkpointing.min-pause (default Flink's, 0)
  * source=NAME                source operator name (default NAME-source); also its uid
  * map=NAME                   map operator name (default NAME-map); also its uid
@@ -163,6 +165,7 @@ public final class KafkaLagJob {
         private final String delayFile;
         private final String failCheckpointsFile;
         private final String failRecordsFile;
+        private final String failOnceFile;
         private transient long nextFailFileCheckNanos;
         private transient boolean failing;
         private transient long effectiveDelayMicros;
@@ -171,15 +174,19 @@ public final class KafkaLagJob {
         private transient ListState<Integer> failSwitch;
 
         DelayMap(long delayMicros, String delayFile, String failCheckpointsFile,
-                String failRecordsFile) {
+                String failRecordsFile, String failOnceFile) {
             this.delayMicros = delayMicros;
             this.delayFile = delayFile;
             this.failCheckpointsFile = failCheckpointsFile;
             this.failRecordsFile = failRecordsFile;
+            this.failOnceFile = failOnceFile;
         }
 
         @Override
-        public String map(String value) {
+        public String map(String value) throws IOException {
+            if (failOnceFile != null && Files.deleteIfExists(Paths.get(failOnceFile))) {
+                throw new IllegalStateException("failing once on purpose: " + failOnceFile);
+            }
             if (failRecordsFile != null) {
                 long now = System.nanoTime();
                 if (now - nextFailFileCheckNanos >= 0) {
@@ -384,7 +391,8 @@ public final class KafkaLagJob {
         var mapped = records
                 .map(new DelayMap(Long.parseLong(spec.get("delay-us", "0")),
                         spec.values.get("delay-file"), failFile,
-                        spec.values.get("fail-records-file")))
+                        spec.values.get("fail-records-file"),
+                        spec.values.get("fail-once-file")))
                 .name(mapName)
                 .uid(mapName);
         if (!Boolean.parseBoolean(spec.get("chain", "false"))) {
