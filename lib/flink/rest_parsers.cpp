@@ -46,9 +46,13 @@ std::optional<double> Number(object o, std::string_view key) {
   return Number(e);
 }
 
+// 2^63, exact as a double: a double at or beyond it does not fit in int64_t, and casting it is
+// undefined behaviour (found by tests/fuzz; a hostile or broken server can send 1e300).
+constexpr double kInt64Limit = 9223372036854775808.0;
+
 std::optional<std::int64_t> Integer(object o, std::string_view key) {
   const auto value = Number(o, key);
-  if (!value) return std::nullopt;
+  if (!value || *value >= kInt64Limit || *value < -kInt64Limit) return std::nullopt;
   return static_cast<std::int64_t>(*value);
 }
 
@@ -299,6 +303,7 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
       case Kind::kCurrentOffset:
       case Kind::kCommittedOffset: {
         if (*value < 0) break;  // -1: the reader has no position for it (yet)
+        if (*value >= kInt64Limit) break;  // no Kafka offset; casting it would be undefined
         auto& offsets = reader.partitions[*classified->partition];
         auto& slot = classified->kind == Kind::kCurrentOffset ? offsets.current : offsets.committed;
         // After a rescale two subtasks may briefly both report a partition: the furthest wins.
