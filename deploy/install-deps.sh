@@ -34,8 +34,9 @@ runtime_packages=(
 )
 test_packages=(
   # tests: promtool, Python venv, curl and openssl (TLS clients), systemd-analyze, and a
-  # headless browser that renders the status page
-  prometheus python3 python3-venv curl openssl systemd chromium
+  # headless browser that renders the status page; clang with libFuzzer and the sanitizer
+  # runtimes (a Recommends of clang, so --no-install-recommends needs it named) for tests/fuzz
+  prometheus python3 python3-venv curl openssl systemd chromium clang libclang-rt-14-dev
 )
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), then integration
-# against a real Kafka broker and real Flink MiniClusters it starts itself (pytest). Exits
-# non-zero when anything fails.
+# Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), a short fuzzing pass,
+# then integration against a real Kafka broker and real Flink MiniClusters it starts itself
+# (pytest). Exits non-zero when anything fails.
 # Usage: tests/run.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,12 @@ cmake --build build --parallel "$(nproc)"
 
 echo "== unit tests"
 (cd build && ctest --output-on-failure)
+
+echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations)"
+# 15 s per target: five targets make ~75 s of fuzzing plus a ~45 s clang build on CI's 2 cores,
+# enough to replay every seed and catch a regression in the inputs they cover; the long runs
+# (millions of executions, README "Fuzzing") are done by hand with a larger argument.
+tests/fuzz/run.sh 15
 
 echo "== deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
 # (test_rules.py and test_dashboard.py beside them run in ctest above.)
