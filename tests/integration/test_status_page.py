@@ -122,15 +122,19 @@ def test_status_page_in_a_browser(kafka_broker, start_lagsight, unique_prefix, t
                            {(kafka_only_topic, p): 100 for p in range(PARTITIONS)})
     specs = [JobSpec(name=f"{unique_prefix}-enrich", topics=[job_topic], group=job_group,
                      checkpoint_ms=1000),
-             # No group.id: the diagnosis calls this pair offsets_missing (a problem row).
+             # No group.id, yet the config maps it to a group: it commits nothing where the
+             # operator expects commits, so the diagnosis calls the pair offsets_missing (a
+             # problem row). Without the mapping, committing nothing is by design and healthy.
              JobSpec(name=f"{unique_prefix}-nogroup", topics=[lonely_topic], group=None,
                      start="earliest", checkpoint_ms=1000)]
+    expected_group = f"{unique_prefix}-lonely"
 
     with FlinkJob("2.x", specs, tmp_path / "flink", bootstrap=bootstrap) as flink:
         lagsight = start_lagsight(
             bootstrap, groups={"allow": [re.escape(unique_prefix) + ".*"]},
             flink=[{"name": "mini", "rest_url": flink.rest_url, "kafka_cluster": "local",
-                    "poll_interval": "1s", "request_timeout": "5s"}])
+                    "poll_interval": "1s", "request_timeout": "5s",
+                    "groups": [{"job": re.escape(specs[1].name), "group": expected_group}]}])
         job_id = flink.jobs[specs[0].name]
         lonely_id = flink.jobs[specs[1].name]
 
@@ -141,12 +145,13 @@ def test_status_page_in_a_browser(kafka_broker, start_lagsight, unique_prefix, t
         wait_until(committed_everything, DIAGNOSIS_TIMEOUT, "the Flink job to commit everything",
                    interval=2)
 
-        # The job without a group is offsets_missing once it has run past the grace period.
+        # The job that commits nothing to its mapped group is offsets_missing once it has run
+        # past the grace period.
         def all_pairs_diagnosed(metrics: promtext.Samples) -> bool:
             pairs = diagnosed_pairs(metrics)
             groups_and_jobs = {(group, job) for _, group, job, _ in pairs}
             return ({(job_group, job_id), (hostile_group, "")} <= groups_and_jobs
-                    and ("local", "", lonely_id, "offsets_missing") in pairs)
+                    and ("local", expected_group, lonely_id, "offsets_missing") in pairs)
         lagsight.wait_for(all_pairs_diagnosed, "lagsight_diagnosis for both jobs and the group",
                           timeout=DIAGNOSIS_TIMEOUT)
 
@@ -171,7 +176,7 @@ def test_status_page_in_a_browser(kafka_broker, start_lagsight, unique_prefix, t
                  for row in page.rows]
         assert len(shown) == len(set(shown)), f"a pair is shown twice: {shown}"
         assert set(shown) == after
-        assert ("local", "", lonely_id, "offsets_missing") in after
+        assert ("local", expected_group, lonely_id, "offsets_missing") in after
         assert shown[0][3] == "offsets_missing", "problems sort first"
         # The hostile name is text in the page, not markup: no script element, and the group
         # cell's text is the whole name, its <script> and <b> included.

@@ -545,3 +545,18 @@ TEST_CASE(
   CHECK(seen.contains(Cause::kRestoredFromOldPosition));
   CHECK_FALSE(seen.contains(Cause::kOffsetsMissing));
 }
+
+TEST_CASE("Flink-side lag of a stalled job reaches the whole backlog within one metric refresh") {
+  World world = HealthyJob();
+  world.fetch_interval_ms = 10'000;
+  world.Run(30, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
+  world.log_end += 20'000;  // a burst; the job reads nothing more
+  std::int64_t shown = 0;
+  world.Run(15, "enrich", "job-1", [&](int) {
+    if (world.last_ == nullptr) return;
+    for (const auto& join : world.last_->flink.at("flink").joins) {
+      for (const auto& topic : join.topics) shown = topic.flink_lag_sum;
+    }
+  });
+  CHECK(shown == 20'000);
+}
