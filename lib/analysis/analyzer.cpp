@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -11,6 +12,12 @@ namespace lagsight::analysis {
 namespace {
 
 constexpr std::size_t kCommitEventsKept = 16;
+// Superseded committed offsets kept per partition for matching jobs to groups (see
+// CommittedEarlier): a bound for jobs that checkpoint every second while Flink's metric refresh
+// is slow.
+constexpr std::size_t kEarlierCommitsKept = 32;
+// ... for this many metric refreshes of the slowest Flink cluster.
+constexpr double kEarlierCommitsRefreshes = 3;
 // Checkpointing "disabled" is reported as an interval of Long.MAX_VALUE ms; anything above a
 // year is treated as no interval.
 constexpr double kNoIntervalMs = 365.0 * 24 * 3600 * 1000;
@@ -47,6 +54,9 @@ struct GroupHistory {
   std::vector<double> regression_times;  // within the window
   std::map<kafka::TopicPartition, std::int64_t> committed;
   std::map<kafka::TopicPartition, Standing> committed_standing;
+  // Offsets the group held before its current ones, with when it moved on from each; kept a few
+  // metric refreshes, on topics Flink jobs read, to match a job's late committedOffset gauge.
+  std::map<kafka::TopicPartition, std::vector<Standing>> committed_earlier;
   double first_seen = 0;
   double last_commit = 0;             // last time lagsight saw the offsets change (or first_seen)
   std::optional<double> last_active;  // last time the group had members
@@ -159,6 +169,9 @@ struct Analyzer::State {
   // the job was last seen so a restart under the same name keeps its group.
   using NamedSource = std::tuple<std::string, std::string, std::string>;
   std::map<NamedSource, std::pair<Association, double>> associations_by_name;
+  // Real topics the Flink jobs' sources read at their last polls: where a group's earlier
+  // committed offsets are worth keeping.
+  std::map<std::string, std::set<std::string>> topics_read_by_flink;  // by Flink cluster
 
   double window() const { return Seconds(config.window); }
 
@@ -223,20 +236,14 @@ struct Analyzer::State {
         }
       }
       if (known && (advanced || regressed)) history.last_commit = now;
+      RememberEarlierCommits(history, group.committed, now);
       if (known && advanced && !regressed && !history.samples.empty()) {
         history.commits.push_back({now, history.samples.back().lag_sum, sample.lag_sum});
         if (history.commits.size() > kCommitEventsKept)
           history.commits.erase(history.commits.begin());
       }
       history.committed = group.committed;
-      std::map<kafka::TopicPartition, Standing> standing;
-      for (const auto& [tp, offset] : group.committed) {
-        const auto before = history.committed_standing.find(tp);
-        standing[tp] = before != history.committed_standing.end() && before->second.offset == offset
-                           ? before->second
-                           : Standing{offset, now};
-      }
-      history.committed_standing = std::move(standing);
+      UpdateStanding(history.committed_standing, group.committed, now);
       if (group.members.value_or(0) > 0) history.last_active = now;
       history.samples.Add(sample);
       std::erase_if(history.regression_times, [&](double time) { return time < now - window(); });
@@ -249,6 +256,54 @@ struct Analyzer::State {
       }
     }
     cluster.groups = std::move(groups);
+  }
+
+  // How long a superseded committed offset can still be what a Flink job reports.
+  double EarlierCommitsKeptFor() const {
+    double refresh = kDefaultMetricsFetchIntervalSeconds;
+    for (const auto& [name, cluster] : flink)
+      refresh = std::max(refresh, cluster.metrics_fetch_interval);
+    return kEarlierCommitsRefreshes * refresh;
+  }
+
+  bool ReadByFlink(const std::string& topic) const {
+    for (const auto& [cluster, topics] : topics_read_by_flink) {
+      if (topics.contains(topic)) return true;
+    }
+    return false;
+  }
+
+  void RememberEarlierCommits(GroupHistory& history,
+                              const std::map<kafka::TopicPartition, std::int64_t>& committed,
+                              double now) const {
+    const double kept_since = now - EarlierCommitsKeptFor();
+    for (const auto& [tp, offset] : committed) {
+      const auto before = history.committed.find(tp);
+      if (before == history.committed.end() || before->second == offset) continue;
+      if (!ReadByFlink(tp.topic)) continue;
+      std::vector<Standing>& earlier = history.committed_earlier[tp];
+      earlier.push_back({before->second, now});
+      if (earlier.size() > kEarlierCommitsKept) earlier.erase(earlier.begin());
+    }
+    for (auto entry = history.committed_earlier.begin();
+         entry != history.committed_earlier.end();) {
+      std::erase_if(entry->second, [&](const Standing& s) { return s.since < kept_since; });
+      entry = entry->second.empty() || !committed.contains(entry->first)
+                  ? history.committed_earlier.erase(entry)
+                  : std::next(entry);
+    }
+  }
+
+  bool CommittedEarlier(const std::string& kafka_cluster, const std::string& group,
+                        const kafka::TopicPartition& tp, std::int64_t offset) const {
+    const auto cluster = kafka.find(kafka_cluster);
+    if (cluster == kafka.end()) return false;
+    const auto history = cluster->second.groups.find(group);
+    if (history == cluster->second.groups.end()) return false;
+    const auto earlier = history->second.committed_earlier.find(tp);
+    if (earlier == history->second.committed_earlier.end()) return false;
+    return std::ranges::any_of(earlier->second,
+                               [&](const Standing& s) { return s.offset == offset; });
   }
 
   KafkaFindings FindKafka(const KafkaClusterState& cluster, const kafka::KafkaSnapshot& snapshot,
@@ -462,7 +517,18 @@ struct Analyzer::State {
       }
     }
     FlinkFindings findings;
-    findings.joins = JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up);
+    findings.joins =
+        JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up,
+                           [this](const std::string& cluster, const std::string& group,
+                                  const kafka::TopicPartition& tp, std::int64_t offset) {
+                             return CommittedEarlier(cluster, group, tp, offset);
+                           });
+    std::set<std::string>& topics_read = topics_read_by_flink[flink_cluster];
+    topics_read.clear();
+    for (const FlinkSourceJoin& join : findings.joins) {
+      for (const FlinkPartitionJoin& partition : join.partitions)
+        topics_read.insert(partition.topic);
+    }
     // Which sources of each job commit: a configured mapping pairs only those (when any does).
     std::map<std::string, std::set<std::string>> committing_sources;  // job id -> labels
     for (const FlinkSourceJoin& join : findings.joins) {
@@ -858,26 +924,28 @@ struct Analyzer::State {
     return total;
   }
 
-  // Updates since when each offset stands; returns the partitions that stood for `after`
-  // seconds while records waited on them (`waiting`) and some other partition moved meanwhile.
-  static std::vector<kafka::TopicPartition> StuckPartitions(
-      std::map<kafka::TopicPartition, Standing>& standing,
-      const std::map<kafka::TopicPartition, std::int64_t>& offsets,
-      const std::set<kafka::TopicPartition>& waiting, double now, double after) {
+  // Updates since when each offset stands.
+  static void UpdateStanding(std::map<kafka::TopicPartition, Standing>& standing,
+                             const std::map<kafka::TopicPartition, std::int64_t>& offsets,
+                             double now) {
     std::map<kafka::TopicPartition, Standing> next;
-    bool another_moved = false;
     for (const auto& [tp, offset] : offsets) {
       const auto before = standing.find(tp);
-      const Standing kept = before != standing.end() && before->second.offset == offset
-                                ? before->second
-                                : Standing{offset, now};
-      next[tp] = kept;
+      next[tp] = before != standing.end() && before->second.offset == offset
+                     ? before->second
+                     : Standing{offset, now};
     }
     standing = std::move(next);
+  }
+
+  // The partitions that stood for `after` seconds while records waited on them (`waiting`) and
+  // some other partition moved meanwhile.
+  static std::vector<kafka::TopicPartition> StuckPartitions(
+      const std::map<kafka::TopicPartition, Standing>& standing,
+      const std::set<kafka::TopicPartition>& waiting, double now, double after) {
     std::vector<kafka::TopicPartition> stuck;
-    for (const auto& [tp, stand] : standing) {
-      if (now - stand.since < after) another_moved = true;
-    }
+    const bool another_moved = std::ranges::any_of(
+        standing, [&](const auto& entry) { return now - entry.second.since < after; });
     if (!another_moved) return stuck;  // nothing moves: the whole job or group is the problem
     for (const auto& [tp, stand] : standing) {
       if (now - stand.since >= after && waiting.contains(tp)) stuck.push_back(tp);
@@ -945,7 +1013,8 @@ struct Analyzer::State {
         MinimumChange());
     const double stuck_after =
         std::max(window_seconds / 2, kStuckFetchIntervals * flink_state.metrics_fetch_interval);
-    stuck = StuckPartitions(pair.positions, positions, waiting, now, stuck_after);
+    UpdateStanding(pair.positions, positions, now);
+    stuck = StuckPartitions(pair.positions, waiting, now, stuck_after);
     for (const kafka::TopicPartition& tp : stuck) {
       f.stuck_partitions.push_back(PartitionName(tp));
     }
@@ -1114,8 +1183,8 @@ struct Analyzer::State {
     f.commit_period_seconds = CommitPeriod(history.commits);
     // A partition whose commits stopped while the group's others go on, with records waiting.
     const double stuck_after = StalledAfterSeconds(f.commit_period_seconds, config);
-    std::map<kafka::TopicPartition, Standing> standing = history.committed_standing;
-    f.stuck = StuckPartitions(standing, history.committed, waiting, now, stuck_after);
+    // RecordKafka keeps committed_standing up to date with this poll's offsets.
+    f.stuck = StuckPartitions(history.committed_standing, waiting, now, stuck_after);
     for (const kafka::TopicPartition& tp : f.stuck) f.stuck_partitions.push_back(PartitionName(tp));
     return f;
   }

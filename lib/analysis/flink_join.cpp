@@ -43,8 +43,12 @@ using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
 // has a committedOffset: equal to it, or between it and the job's position (currentOffset + 1).
 // The range matters: Flink updates committedOffset in the commit callback, which runs on the
 // fetcher thread, so under backpressure the gauge trails what the broker already holds.
+// A group that has moved beyond the job's (stale) position fits too when it held the job's
+// committedOffset exactly a moment ago (`committed_earlier`).
 // Every group that fits; the match is the group when exactly one does.
-std::vector<std::string> MatchGroups(const Resolved& resolved, const kafka::KafkaSnapshot& kafka) {
+std::vector<std::string> MatchGroups(const Resolved& resolved, const std::string& cluster,
+                                     const kafka::KafkaSnapshot& kafka,
+                                     const CommittedEarlier& committed_earlier) {
   std::size_t known = 0;
   for (const auto& [tp, offsets] : resolved) known += offsets.committed.has_value();
   if (known == 0) return {};
@@ -57,7 +61,11 @@ std::vector<std::string> MatchGroups(const Resolved& resolved, const kafka::Kafk
       if (committed == group.committed.end()) continue;
       const std::int64_t position =
           offsets.current ? std::max(*offsets.current + 1, *offsets.committed) : *offsets.committed;
-      if (committed->second >= *offsets.committed && committed->second <= position) ++equal;
+      if (committed->second < *offsets.committed) continue;
+      if (committed->second <= position ||
+          (committed_earlier && committed_earlier(cluster, group.id, tp, *offsets.committed))) {
+        ++equal;
+      }
     }
     if (equal == known) found.push_back(group.id);
   }
@@ -68,7 +76,8 @@ std::vector<std::string> MatchGroups(const Resolved& resolved, const kafka::Kafk
 
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
     const config::FlinkClusterConfig& flink_config, const flink::FlinkSnapshot& flink,
-    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka) {
+    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,
+    const CommittedEarlier& committed_earlier) {
   std::vector<FlinkSourceJoin> joins;
   for (const flink::FlinkJob& job : flink.jobs) {
     const config::FlinkGroupMapping* mapping = nullptr;
@@ -123,7 +132,8 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         join.group = mapping->group;
         join.association = "configured";
       } else if (snapshot != nullptr) {
-        std::vector<std::string> fitting = MatchGroups(resolved, *snapshot);
+        std::vector<std::string> fitting =
+            MatchGroups(resolved, cluster, *snapshot, committed_earlier);
         if (fitting.size() == 1) {
           join.group = fitting.front();
           join.association = "matched";

@@ -4,11 +4,13 @@
 //  - maps the escaped topic names of Flink's metric ids back to real topics (an escaped name
 //    that fits two real topics, e.g. "a.b" and "a_b", is reported as ambiguous, never guessed);
 //  - associates the job with its consumer group: from the configured mapping, else by finding
-//    the group whose committed offsets equal the job's committedOffset values;
+//    the group whose committed offsets equal the job's committedOffset values (now, or, through
+//    `CommittedEarlier`, a moment ago: Flink serves its metrics up to a refresh late);
 //  - computes per partition the Flink-side lag = log end - (currentOffset + 1) and the
 //    checkpoint gap = (currentOffset + 1) - committedOffset, and their per-topic sums.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,9 +67,20 @@ std::string FlinkSourceName(const std::string& vertex_name);
 // "Kafka Source" would otherwise give duplicate series, and Prometheus rejects the scrape).
 std::vector<std::string> SourceLabels(const flink::FlinkJob& job);
 
+// Whether `group` of `kafka_cluster` held exactly `offset` on `tp` a moment ago (before the
+// offsets it holds now). The JobManager serves a reader's committedOffset up to one metric
+// refresh (10 s by default) late; a job checkpointing more often than that has committed again
+// by the time lagsight reads the value, so the group's current offsets are ahead of what Flink
+// reports and only the group's recent past can show they are the job's.
+using CommittedEarlier =
+    std::function<bool(const std::string& kafka_cluster, const std::string& group,
+                       const kafka::TopicPartition& tp, std::int64_t offset)>;
+
 // `kafka` holds the latest snapshot of every Kafka cluster that is up, by cluster name.
+// `committed_earlier` may be empty (then only the groups' current offsets are compared).
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
     const config::FlinkClusterConfig& flink_config, const flink::FlinkSnapshot& flink,
-    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka);
+    const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,
+    const CommittedEarlier& committed_earlier = {});
 
 }  // namespace lagsight::analysis

@@ -560,3 +560,39 @@ TEST_CASE("Flink-side lag of a stalled job reaches the whole backlog within one 
   });
   CHECK(shown == 20'000);
 }
+
+TEST_CASE(
+    "a job that commits more often than Flink refreshes its metrics is paired with its group") {
+  // Checkpoints (and commits) every 2 s; the JobManager refreshes the reader's gauges every
+  // 10 s. At every poll the group holds offsets newer than the job's position as Flink serves
+  // it, so only the group's recent past shows the job's committedOffset.
+  World world;
+  world.with_job = true;
+  world.fetch_interval_ms = 10'000;
+  world.interval_ms = 2'000;
+  world.committed["enrich"] = 1000;
+  world.committed["another-reader"] = 1000;  // a plain consumer of the same topic, near the head
+  world.job_committed = 1000;
+  world.job_current = 999;
+  std::int64_t committed_now = 1000;
+  const auto seen = world.Run(60, "enrich", "job-1", [&](int second) {
+    world.log_end += 50;
+    world.committed["another-reader"] = world.log_end - 7;
+    if (second % 2 == 1) {
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      world.commits_succeeded++;
+      committed_now = world.log_end;
+      world.committed["enrich"] = committed_now;
+    }
+    if (second % 10 == 0) {  // the metric refresh: the values Flink serves for the next 10 s
+      world.job_current = world.log_end - 1;
+      world.job_committed = committed_now;
+    }
+  });
+  CHECK(seen.contains(Cause::kHealthy));
+  const auto* pair = World::FindingOf(*world.last_, "enrich", "job-1");
+  REQUIRE(pair != nullptr);
+  CHECK(pair->cause == Cause::kHealthy);
+  CHECK(World::FindingOf(*world.last_, "another-reader", "job-1") == nullptr);
+}

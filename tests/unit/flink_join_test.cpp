@@ -2,6 +2,7 @@
 // the arithmetic of Flink-side lag and checkpoint gap.
 #include "analysis/flink_join.h"
 
+#include <algorithm>
 #include <catch.hpp>
 
 namespace {
@@ -73,6 +74,34 @@ TEST_CASE("the group whose commits equal the job's committedOffset is matched") 
       {{"prod", &kafka}});
   CHECK(*joins[0].group == "orders-enrichment");
   CHECK(joins[0].association == "matched");
+}
+
+TEST_CASE("a group that committed again since Flink's last metric refresh still matches") {
+  // Flink reports committedOffset 800/400 and a position 850/420 taken up to a refresh ago;
+  // the job has checkpointed and committed 900/450 since. Only the group's recent past, where
+  // it held 800/400 exactly, says the offsets are the job's.
+  const auto kafka = Kafka();
+  const auto job = OneJob({{{"orders_v2", 0}, {849, 800}}, {{"orders_v2", 1}, {419, 400}}});
+  CHECK_FALSE(analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &kafka}})[0].group);
+
+  std::vector<std::string> asked;
+  const analysis::CommittedEarlier earlier =
+      [&](const std::string& cluster, const std::string& group, const kafka::TopicPartition& tp,
+          std::int64_t offset) {
+        asked.push_back(cluster + "/" + group);
+        if (group != "orders-enrichment") return false;
+        return (tp.partition == 0 && offset == 800) || (tp.partition == 1 && offset == 400);
+      };
+  const auto joins = analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &kafka}}, earlier);
+  REQUIRE(joins[0].group);
+  CHECK(*joins[0].group == "orders-enrichment");
+  CHECK(joins[0].association == "matched");
+  CHECK(std::find(asked.begin(), asked.end(), "prod/orders-enrichment") != asked.end());
+
+  // Held earlier but now behind the job's committedOffset: not the job's group.
+  auto behind = Kafka();
+  behind.groups[1].committed[{"orders.v2", 0}] = 700;
+  CHECK_FALSE(analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &behind}}, earlier)[0].group);
 }
 
 TEST_CASE("two groups that fit equally are not guessed between") {
