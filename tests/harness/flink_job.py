@@ -417,6 +417,29 @@ class FlinkJob:
             path += "?get=" + ",".join(urllib.request.quote(i, safe="") for i in ids)
         return self._get_ok(path)
 
+    def source_vertex_id(self, jid: str, timeout: float = 30.0) -> str:
+        """The source vertex's id. Right after a submission Flink 2.x's REST can answer
+        /jobs/:jid without the vertex for a moment (seen under load), so this retries."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.vertex_id(jid, "Source")
+            except KeyError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.5)
+
+    def source_commit_counters(self, jid: str) -> dict[str, float]:
+        """The KafkaSourceReader's commitsSucceeded / commitsFailed, summed over subtasks."""
+        vid = self.source_vertex_id(jid)
+        ids = [m["id"] for m in self.vertex_metrics(jid, vid)
+               if m["id"].endswith((".KafkaSourceReader.commitsSucceeded",
+                                    ".KafkaSourceReader.commitsFailed"))]
+        totals = {"commitsSucceeded": 0.0, "commitsFailed": 0.0}
+        for metric in self.vertex_metrics(jid, vid, ids) if ids else []:
+            totals[metric["id"].rsplit(".", 1)[1]] += float(metric["value"])
+        return totals
+
     def cancel_job(self, jid: str, timeout: float = 60.0) -> None:
         """Cancels a job (PATCH /jobs/:jid?mode=cancel) and waits until it is CANCELED."""
         status, body = self.rest_request("PATCH", f"/jobs/{jid}?mode=cancel")

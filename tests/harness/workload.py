@@ -394,3 +394,57 @@ class GroupExpiryWatch:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(15)
+
+
+class SteadyProducer:
+    """Writes ``rate`` records per second to a topic, round robin over explicit partitions,
+    until stopped. Records are ``value_bytes`` long: with 500, a few of them fill a 4 KiB
+    network buffer, so a slowed Flink job backpressures its source soon."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float,
+                 value_bytes: int = 500) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self.rate = rate
+        self.value_bytes = value_bytes
+        self.sent = 0
+        self.errors: list[str] = []
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "linger.ms": 5})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"produce-{topic}")
+        self._thread.start()
+
+    def _run(self) -> None:
+        value = b"v" * self.value_bytes
+        start = time.monotonic()
+        while not self._stop.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            while self.sent < due:
+                self._producer.produce(self.topic, value=value,
+                                       partition=self.sent % self.partitions,
+                                       on_delivery=self._delivered)
+                self.sent += 1
+            self._producer.poll(0)
+            self._stop.wait(0.05)
+        self._producer.flush(10)
+        self._producer = None   # closes the client: no reconnect attempts after the broker stops
+
+    def _delivered(self, error, message) -> None:
+        if error is not None:
+            self.errors.append(str(error))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(20)
+        assert not self.errors, f"producing to {self.topic} failed: {self.errors[:5]}"
+
+
+def make_topic(bootstrap: str, topic: str, partitions: int = 1, *, prefill: int = 0,
+               rate: float = 0) -> SteadyProducer | None:
+    """Creates ``topic``, writes ``prefill`` records spread evenly over its partitions, and
+    starts steady traffic of ``rate`` records/s; returns that producer (to stop) if any."""
+    create_topic(bootstrap, topic, partitions)
+    if prefill:
+        produce(bootstrap, topic, [prefill // partitions] * partitions)
+    return SteadyProducer(bootstrap, topic, partitions, rate) if rate else None

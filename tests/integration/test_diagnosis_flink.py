@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,14 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 import kafka_broker as kafka
 import promtext
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from scenario_report import DiagnosisWatch
-from workload import SubscribedConsumer, add_partitions, create_topic, produce
+from workload import (SteadyProducer, SubscribedConsumer, add_partitions, create_topic,
+                      make_topic, produce)
 
 FLINK_LINE = "2.x"
 FLINK_CLUSTER = "mini"
@@ -42,7 +42,6 @@ LAG_THRESHOLD_RECORDS = 400
 WINDOW_SECONDS = 30
 CONFIRM_POLLS = 2
 DETECT_TIMEOUT = 90.0          # generous: the machine is shared with other builds and tests
-VALUE_BYTES = 500              # a few records fill a 4 KiB network buffer (README of the job)
 LONG_INTERVAL_MS = 12_000
 HEALTHY_HOLD_SECONDS = 60.0
 
@@ -60,78 +59,14 @@ def name(scenario: str) -> str:
 # Traffic
 
 
-class SteadyProducer:
-    """Writes ``rate`` records per second to a topic, round robin over explicit partitions,
-    until stopped."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float) -> None:
-        self.topic = topic
-        self.partitions = partitions
-        self.rate = rate
-        self.sent = 0
-        self.errors: list[str] = []
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                                   "linger.ms": 5})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"produce-{topic}")
-        self._thread.start()
-
-    def _run(self) -> None:
-        value = b"v" * VALUE_BYTES
-        start = time.monotonic()
-        while not self._stop.is_set():
-            due = int((time.monotonic() - start) * self.rate)
-            while self.sent < due:
-                self._producer.produce(self.topic, value=value,
-                                       partition=self.sent % self.partitions,
-                                       on_delivery=self._delivered)
-                self.sent += 1
-            self._producer.poll(0)
-            self._stop.wait(0.05)
-        self._producer.flush(10)
-        self._producer = None   # closes the client: no reconnect attempts after the broker stops
-
-    def _delivered(self, error, message) -> None:
-        if error is not None:
-            self.errors.append(str(error))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(20)
-        assert not self.errors, f"producing to {self.topic} failed: {self.errors[:5]}"
-
-
 # ----------------------------------------------------------------------------------------------
 # Ground truth readers (Flink REST API, Kafka's tools)
-
-
-def source_vertex(flink: FlinkJob, jid: str) -> str:
-    """The source vertex's id. Right after a submission Flink 2.x's REST can answer /jobs/:jid
-    without the vertex for a moment (seen under load), so this retries for a while."""
-    def find() -> str | None:
-        try:
-            return flink.vertex_id(jid, "Source")
-        except KeyError:
-            return None
-    return wait_until(find, 30, f"job {jid} to show its source vertex", interval=0.5)
-
-
-def source_counters(flink: FlinkJob, jid: str) -> dict[str, float]:
-    """The reader's commitsSucceeded / commitsFailed summed over subtasks (REST)."""
-    vid = source_vertex(flink, jid)
-    ids = [m["id"] for m in flink.vertex_metrics(jid, vid)
-           if m["id"].endswith((".KafkaSourceReader.commitsSucceeded",
-                                ".KafkaSourceReader.commitsFailed"))]
-    totals = {"commitsSucceeded": 0.0, "commitsFailed": 0.0}
-    for metric in flink.vertex_metrics(jid, vid, ids) if ids else []:
-        totals[metric["id"].rsplit(".", 1)[1]] += float(metric["value"])
-    return totals
 
 
 def source_offsets(flink: FlinkJob, jid: str, which: str = "currentOffset"
                    ) -> dict[int, int]:
     """partition -> the reader's currentOffset or committedOffset (REST), unset (-1) left out."""
-    vid = source_vertex(flink, jid)
+    vid = flink.source_vertex_id(jid)
     ids = [m["id"] for m in flink.vertex_metrics(jid, vid)
            if (match := OFFSET_ID.match(m["id"])) and match.group(3) == which]
     offsets = {}
@@ -204,11 +139,8 @@ class Scenarios:
     def topic(self, scenario: str, partitions: int = 1, rate: float = 0,
               prefill: int = 0) -> str:
         topic = name(scenario)
-        create_topic(self.bootstrap, topic, partitions)
-        if prefill:
-            produce(self.bootstrap, topic, [prefill // partitions] * partitions)
-        if rate:
-            self.producers.append(SteadyProducer(self.bootstrap, topic, partitions, rate))
+        if producer := make_topic(self.bootstrap, topic, partitions, prefill=prefill, rate=rate):
+            self.producers.append(producer)
         return topic
 
     def spread(self, topic: str, partitions: int) -> None:
@@ -312,7 +244,7 @@ def cancel_quietly(flink: FlinkJob, jid: str) -> None:
 
 def baseline(scenarios: Scenarios, jid: str, group: str, job_name: str) -> None:
     """Before a fault: the job commits (REST), and lagsight calls the pair healthy."""
-    wait_until(lambda: source_counters(scenarios.flink, jid)["commitsSucceeded"] >= 2, 60,
+    wait_until(lambda: scenarios.flink.source_commit_counters(jid)["commitsSucceeded"] >= 2, 60,
                f"{job_name} to commit twice")
     with scenarios.watch(group, job_name) as watch:
         watch.wait_for("healthy", DETECT_TIMEOUT)
@@ -367,7 +299,7 @@ def test_offsets_missing_commits_off(scenarios, diagnosis_results):
         scenarios.flink.wait_for_completed_checkpoints(jid, 3)
         # Ground truth: checkpoints complete, the reader commits nothing, the group has no
         # offsets in Kafka.
-        assert source_counters(scenarios.flink, jid)["commitsSucceeded"] == 0
+        assert scenarios.flink.source_commit_counters(jid)["commitsSucceeded"] == 0
         assert group_committed(scenarios.bootstrap, spec.group) == {}
         result.note("commit=false, mapped to its group, 3+ checkpoints completed, "
                     "commitsSucceeded 0, kafka-consumer-groups shows no offsets for the group")
@@ -388,7 +320,7 @@ def test_no_group_id_commits_nothing_by_design(scenarios, diagnosis_results):
     result.watch = scenarios.watch("", spec.name, t0=t0)
     try:
         scenarios.flink.wait_for_completed_checkpoints(jid, 3)
-        assert source_counters(scenarios.flink, jid)["commitsSucceeded"] == 0
+        assert scenarios.flink.source_commit_counters(jid)["commitsSucceeded"] == 0
         assert source_offsets(scenarios.flink, jid, "committedOffset") == {}
         result.note("no group.id, 3+ checkpoints completed, commitsSucceeded 0, "
                     "committedOffset unset")
@@ -459,14 +391,14 @@ def test_commits_failing(scenarios, diagnosis_results):
 
         # Ground truth: commitsFailed rises, commitsSucceeded stays, checkpoints still complete.
         def failing_since(start: dict) -> dict | None:
-            now = source_counters(scenarios.flink, jid)
+            now = scenarios.flink.source_commit_counters(jid)
             return now if now["commitsFailed"] >= start["commitsFailed"] + 3 else None
-        start = source_counters(scenarios.flink, jid)
+        start = scenarios.flink.source_commit_counters(jid)
         first = wait_until(lambda: failing_since(start), 60, "commitsFailed to rise by 3")
         cp_first = checkpoint_counts(scenarios.flink, jid)["completed"]
         # Flink serves the counters refreshed every metrics.fetcher.update-interval (10 s).
         later = wait_until(lambda: (lambda c: c if c["commitsFailed"] > first["commitsFailed"]
-                                    else None)(source_counters(scenarios.flink, jid)),
+                                    else None)(scenarios.flink.source_commit_counters(jid)),
                            60, "commitsFailed to rise again")
         cp_later = checkpoint_counts(scenarios.flink, jid)["completed"]
         assert later["commitsFailed"] > first["commitsFailed"]
@@ -592,7 +524,7 @@ def test_shared_group_id(scenarios, diagnosis_results):
             wait_until(went_back, 90, "the group's committed offset to go backwards",
                        interval=0.2)
         except AssertionError as error:
-            state = {job: (source_counters(scenarios.flink, jid),
+            state = {job: (scenarios.flink.source_commit_counters(jid),
                            source_offsets(scenarios.flink, jid, "committedOffset"),
                            checkpoint_counts(scenarios.flink, jid))
                      for job, jid in zip(("slow", "fast"), jids)}
@@ -726,7 +658,7 @@ def test_healthy(scenarios, diagnosis_results):
     assert latest_failed is None or latest_failed["trigger_timestamp"] / 1000 < confirmed_wall, (
         latest_failed)
     assert counts["completed"] >= observed / 3, (observed, counts)
-    assert source_counters(scenarios.flink, jid)["commitsFailed"] == 0
+    assert scenarios.flink.source_commit_counters(jid)["commitsFailed"] == 0
     assert group_lag(scenarios.bootstrap, group) < 100
     result.note(f"observed {observed:.0f} s after the first confirmation; REST: "
                 f"{counts['completed']} checkpoints completed, none failed after the "

@@ -32,8 +32,8 @@ import pytest
 import promtext
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
-from test_diagnosis_flink import SteadyProducer
-from workload import commit_without_joining, create_topic, make_empty_group, produce
+from workload import (SteadyProducer, commit_without_joining, create_topic, make_empty_group,
+                      produce)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"

@@ -34,8 +34,7 @@ import promtext
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from scenario_report import BASELINE_CAUSES, DiagnosisWatch
-from test_diagnosis_flink import SteadyProducer, source_counters
-from workload import add_partitions, create_topic, produce
+from workload import SteadyProducer, add_partitions, create_topic, make_topic
 
 FLINK_LINES = ["2.x", "1.20"]
 FLINK_CLUSTER = "mini"
@@ -200,11 +199,8 @@ class Env:
 
     def topic(self, key: str, partitions: int = 1, rate: float = RATE, prefill: int = 0) -> str:
         topic = self.name(key)
-        create_topic(self.bootstrap, topic, partitions)
-        if prefill:
-            produce(self.bootstrap, topic, [prefill // partitions] * partitions)
-        if rate:
-            self.producers.append(SteadyProducer(self.bootstrap, topic, partitions, rate))
+        if producer := make_topic(self.bootstrap, topic, partitions, prefill=prefill, rate=rate):
+            self.producers.append(producer)
         return topic
 
     def submit(self, spec: JobSpec) -> str:
@@ -240,7 +236,7 @@ def job_state(flink: FlinkJob, jid: str) -> str:
 
 def baseline(env: Env, op: Operation, jid: str, job_name: str) -> None:
     """The job commits (REST) and lagsight calls it healthy; then the operation's clock starts."""
-    wait_until(lambda: source_counters(env.flink, jid)["commitsSucceeded"] >= 2,
+    wait_until(lambda: env.flink.source_commit_counters(jid)["commitsSucceeded"] >= 2,
                BASELINE_TIMEOUT, f"{job_name} to commit twice")
     op.watch = JobWatch(env.lagsight, job_name)
     op.watch.wait_for("healthy", BASELINE_TIMEOUT)
@@ -373,7 +369,7 @@ def op_rest_outage(env: Env, op: Operation) -> None:
     own.start()
     env.extra_lagsights.append(own)
     jid = env.submit(spec)
-    wait_until(lambda: source_counters(env.flink, jid)["commitsSucceeded"] >= 2,
+    wait_until(lambda: env.flink.source_commit_counters(jid)["commitsSucceeded"] >= 2,
                BASELINE_TIMEOUT, f"{spec.name} to commit twice")
     op.watch = JobWatch(own, spec.name)
     op.watch.wait_for("healthy", BASELINE_TIMEOUT)
