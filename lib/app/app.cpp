@@ -10,12 +10,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "analysis/analyzer.h"
 #include "analysis/flink_join.h"
@@ -41,6 +43,12 @@ const char* const kRevision = LAGSIGHT_REVISION;
 namespace {
 
 namespace asio = boost::asio;
+
+// How long a shutdown may wait for polls in flight and for Kafka clients to close. A librdkafka
+// call or rd_kafka_destroy() cannot be interrupted and can block far longer than this (a
+// bootstrap list that mixes two clusters kept a client busy past a 10 s SIGTERM budget);
+// Kubernetes sends SIGKILL after 30 s by default, so lagsight exits on its own terms first.
+constexpr std::chrono::seconds kShutdownGrace{5};
 using SteadyClock = std::chrono::steady_clock;
 
 double UnixNow() {
@@ -241,6 +249,15 @@ class Daemon {
 
   void Shutdown() {
     stopping_ = true;
+    // Nothing lagsight holds needs saving: after the grace period the exit is as good as a
+    // clean one, and it does not leave an orchestrator waiting to kill the process.
+    std::thread([] {
+      std::this_thread::sleep_for(kShutdownGrace);
+      spdlog::warn("shutdown did not finish within {}s (a Kafka call still running); exiting now",
+                   kShutdownGrace.count());
+      spdlog::default_logger()->flush();
+      std::_Exit(0);
+    }).detach();
     server_.Stop();
     for (auto& [name, source] : sources_) source->timer.cancel();
     for (auto& [name, source] : flink_sources_) source->timer.cancel();
