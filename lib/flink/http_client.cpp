@@ -1,5 +1,7 @@
 #include "flink/http_client.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
@@ -13,7 +15,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <deque>
-#include <regex>
 #include <variant>
 
 namespace lagsight::flink {
@@ -216,17 +217,23 @@ HttpClient::~HttpClient() = default;
 
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(asio::any_io_executor executor,
                                                        HttpClientOptions options) {
-  static const std::regex kUrl(R"(^(https?)://(\[[^\]]+\]|[^/:]+)(?::([0-9]{1,5}))?(/.*)?$)");
-  std::smatch match;
-  if (!std::regex_match(options.base_url, match, kUrl)) {
-    return Error{"\"" + options.base_url + "\" is not an http:// or https:// URL"};
+  // RE2: linear in the URL's length (std::regex recursed once per character).
+  static const RE2 kUrl(R"((https?)://(\[[^\]]+\]|[^/:]+)(?::([0-9]{1,5}))?(/.*)?)", RE2::Latin1);
+  std::string scheme, host, port, path;
+  if (!RE2::FullMatch(options.base_url, kUrl, &scheme, &host, &port, &path)) {
+    constexpr std::size_t kShown = 200;  // a megabyte of URL would not help the log
+    const std::string shown = options.base_url.size() > kShown
+                                  ? options.base_url.substr(0, kShown) + "..."
+                                  : options.base_url;
+    return Error{"\"" + shown + "\" is not an http:// or https:// URL"};
   }
   auto impl = std::make_shared<Impl>();
-  impl->tls = match[1] == "https";
-  impl->host = match[2];
+  impl->tls = scheme == "https";
+  impl->host = host;
   if (impl->host.front() == '[') impl->host = impl->host.substr(1, impl->host.size() - 2);
-  impl->port = match[3].matched ? match[3].str() : (impl->tls ? "443" : "80");
-  impl->path_prefix = match[4].matched ? match[4].str() : "";
+  // Neither group can match empty text: empty means absent.
+  impl->port = !port.empty() ? port : (impl->tls ? "443" : "80");
+  impl->path_prefix = path;
   while (!impl->path_prefix.empty() && impl->path_prefix.back() == '/')
     impl->path_prefix.pop_back();
   if (impl->tls) {

@@ -1,9 +1,9 @@
 #include "http/web_config.h"
 
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "common/bounded_file.h"
 #include "config/strict_yaml.h"
@@ -174,10 +174,8 @@ std::optional<TlsServerConfig> ReadTls(const Reader& reader, const YAML::Node& n
 
 // Checks the modular-crypt shape of a bcrypt hash; whether it verifies is libcrypt's business.
 bool LooksLikeBcrypt(const std::string& hash) {
-  // Length first: std::regex recurses per character, and a bcrypt hash is always 60 long.
-  if (hash.size() != 60) return false;
-  static const std::regex kBcrypt(R"(^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$)");
-  return std::regex_match(hash, kBcrypt);
+  static const RE2 kBcrypt(R"(\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53})", RE2::Latin1);
+  return RE2::FullMatch(hash, kBcrypt);
 }
 
 std::map<std::string, std::string> ReadUsers(const Reader& reader, const YAML::Node& node) {

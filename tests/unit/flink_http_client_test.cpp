@@ -200,3 +200,26 @@ TEST_CASE("a request still under way when the client is destroyed releases its s
   CHECK(started == 5);
   owned.reset();
 }
+
+TEST_CASE("base URLs: parts read, anything else refused, a megabyte-long one in linear time") {
+  boost::asio::io_context io;
+  const auto create = [&](std::string url) {
+    flink::HttpClientOptions options;
+    options.base_url = std::move(url);
+    return flink::HttpClient::Create(io.get_executor(), options);
+  };
+  CHECK(create("http://127.0.0.1:8081"));
+  CHECK(create("http://[::1]:8081/flink/"));
+  CHECK(create("https://flink.example:443/a/b"));
+  CHECK_FALSE(create("ftp://flink:8081"));
+  CHECK_FALSE(create("http://flink:8081\r\nX-Injected: 1"));
+  CHECK_FALSE(create("http://flink:123456"));
+  // std::regex recursed once per character here.
+  const auto huge =
+      create("http://" + std::string(1 << 20, 'a') + ":80" + std::string(1 << 20, '/'));
+  CHECK(huge);
+  const auto not_url = create(std::string(1 << 20, 'h'));
+  REQUIRE_FALSE(not_url);
+  CHECK(not_url.error().message.find("hhhh") != std::string::npos);  // names it, shortened
+  CHECK(not_url.error().message.size() < 300);
+}
