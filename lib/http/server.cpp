@@ -51,6 +51,7 @@ struct Server::State {
   // Every open connection, oldest first, and how many each client address holds.
   std::list<std::shared_ptr<OpenEntry>> open;
   std::map<asio::ip::address, std::size_t> open_per_client;
+  ConnectionCounts counts;
   bool stopped = false;
 };
 
@@ -396,13 +397,15 @@ class Refusal : public std::enable_shared_from_this<Refusal> {
 bool MakeRoom(Server::State& state, const asio::ip::address& client) {
   const auto held = state.open_per_client.find(client);
   if (held != state.open_per_client.end() &&
-      held->second >= state.limits.max_connections_per_client &&
-      !ShedOldest(state, [&client](const OpenEntry& entry) { return entry.client == client; })) {
-    return false;
+      held->second >= state.limits.max_connections_per_client) {
+    if (!ShedOldest(state, [&client](const OpenEntry& entry) { return entry.client == client; })) {
+      return false;
+    }
+    ++state.counts.shed_for_same_client;
   }
-  if (state.open.size() >= state.limits.max_connections &&
-      !ShedOldest(state, [](const OpenEntry&) { return true; })) {
-    return false;
+  if (state.open.size() >= state.limits.max_connections) {
+    if (!ShedOldest(state, [](const OpenEntry&) { return true; })) return false;
+    ++state.counts.shed_for_any_client;
   }
   return true;
 }
@@ -414,6 +417,7 @@ void StartConnection(tcp::socket socket, const std::shared_ptr<Server::State>& s
   const tcp::endpoint peer = socket.remote_endpoint(error);
   if (error) return;  // already gone
   if (!MakeRoom(*state, peer.address())) {
+    ++state->counts.refused;
     spdlog::warn("http: refusing a connection from {}: all {} open connections are busy",
                  peer.address().to_string(), state->open.size());
     // A TLS client could not read a plain answer; it sees the close.
@@ -497,5 +501,7 @@ void Server::Stop() {
   state_->acceptor.close(ignored);
   state_->retry_timer.cancel();
 }
+
+ConnectionCounts Server::connection_counts() const { return state_->counts; }
 
 }  // namespace lagsight::http

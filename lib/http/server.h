@@ -48,6 +48,13 @@ struct ServerLimits {
   std::size_t max_connections_per_client = 64;
 };
 
+// What the server did to keep room for new clients, since it started.
+struct ConnectionCounts {
+  std::uint64_t shed_for_same_client = 0;  // a client's own oldest, at its per-client cap
+  std::uint64_t shed_for_any_client = 0;   // the server's oldest, at max_connections
+  std::uint64_t refused = 0;               // every connection busy answering: 503 or close
+};
+
 class Server {
  public:
   // `web_config_file`: the exporter-toolkit web config; empty means plain HTTP, no auth.
@@ -63,6 +70,7 @@ class Server {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   // Stops accepting; open connections finish their current exchange.
   void Stop();
+  ConnectionCounts connection_counts() const;
 
   struct State;  // shared with the connections, outlives the Server while they run
 

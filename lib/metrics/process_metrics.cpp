@@ -14,6 +14,17 @@ constexpr MetricDef kReloadTime{"lagsight_config_last_reload_success_timestamp_s
                                 "Unix time of the latest successful configuration load.",
                                 MetricType::Gauge};
 
+constexpr MetricDef kShed{
+    "lagsight_http_connections_shed_total",
+    "Open connections the HTTP server closed to make room for a new one, by whose limit was "
+    "reached: the new client's own (client) or the server's (server).",
+    MetricType::Counter};
+constexpr MetricDef kRefused{
+    "lagsight_http_connections_refused_total",
+    "New connections turned away (503, or a close on TLS) because every open one was busy "
+    "answering.",
+    MetricType::Counter};
+
 }  // namespace
 
 void AppendProcessMetrics(const std::string& version, const std::string& revision,
@@ -22,6 +33,14 @@ void AppendProcessMetrics(const std::string& version, const std::string& revisio
   out.Add(kBuildInfo, {{"version", version}, {"revision", revision}}, 1);
   out.Add(kReloadOk, {}, last_reload_successful ? 1 : 0);
   out.Add(kReloadTime, {}, last_reload_success_unix_seconds);
+}
+
+void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,
+                                 std::uint64_t shed_for_any_client, std::uint64_t refused,
+                                 FamilyBuilder& out) {
+  out.Add(kShed, {{"limit", "client"}}, static_cast<double>(shed_for_same_client));
+  out.Add(kShed, {{"limit", "server"}}, static_cast<double>(shed_for_any_client));
+  out.Add(kRefused, {}, static_cast<double>(refused));
 }
 
 }  // namespace lagsight::metrics

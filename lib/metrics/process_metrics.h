@@ -1,6 +1,8 @@
-// Metrics about lagsight itself: build information and the state of its configuration.
+// Metrics about lagsight itself: build information, the state of its configuration, and what
+// its HTTP server did to keep scrapers served.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "metrics/exposition.h"
@@ -10,5 +12,11 @@ namespace lagsight::metrics {
 void AppendProcessMetrics(const std::string& version, const std::string& revision,
                           bool last_reload_successful, double last_reload_success_unix_seconds,
                           FamilyBuilder& out);
+
+// Connections the HTTP server closed to make room for new ones, by whose share was full
+// ("client": the new client's own; "server": max_connections), and new ones it turned away.
+void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,
+                                 std::uint64_t shed_for_any_client, std::uint64_t refused,
+                                 FamilyBuilder& out);
 
 }  // namespace lagsight::metrics

@@ -23,6 +23,8 @@ import urllib.error
 import urllib.request
 
 import yaml
+
+import promtext
 from conftest import wait_until
 from kafka_broker import free_loopback_port
 
@@ -172,6 +174,18 @@ def test_scrapes_succeed_under_slow_loris_and_idle_connections(start_lagsight):
     assert attack.opens >= SLOW_LORIS_CONNECTIONS + IDLE_CONNECTIONS, summary
     assert len(results) >= ATTACK_SECONDS * 0.8, summary
     assert not failures, f"failed scrapes: {failures[:5]}; {summary}"
+
+    # The shedding shows on /metrics (rendered at the next poll): 800 connections from one
+    # address against a per-client share of 64 make room by closing that address's own oldest,
+    # never by refusing the scrapers; and no more closures than the attacker saw.
+    def shed(metrics, limit: str) -> float:
+        return sum(promtext.select(metrics, "lagsight_http_connections_shed_total",
+                                   limit=limit).values())
+    metrics = lagsight.wait_for(lambda m: shed(m, "client") > 0, "the shedding to be counted")
+    counted = shed(metrics, "client") + shed(metrics, "server")
+    print(f"lagsight counted {counted:.0f} connections shed")
+    assert counted <= attack.closed_by_server + SLOW_LORIS_CONNECTIONS + IDLE_CONNECTIONS, summary
+    assert sum(promtext.select(metrics, "lagsight_http_connections_refused_total").values()) == 0
 
 
 RELOADS = 300
