@@ -27,3 +27,14 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 
 echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v "$@"
+
+echo "== the daemon, fault and Flink tests again, against an ASan + UBSan build (build-asan/)"
+# Any memory error or undefined behaviour aborts lagsight; leaks fail its exit at SIGTERM. Both
+# end the test that started it (each lagsight must exit 0). Only the daemon is built here.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+  -DLAGSIGHT_SANITIZE=ON >/dev/null
+cmake --build build-asan --target lagsight --parallel "$(nproc)"
+ASAN_OPTIONS=halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LAGSIGHT_BIN="$PWD/build-asan/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
+  tests/integration/test_daemon.py tests/integration/test_flink_faults.py \
+  tests/integration/test_flink.py
