@@ -164,13 +164,15 @@ std::vector<std::string> FilesNamedBy(const std::string& path, const WebConfig& 
 
 }  // namespace
 
-Result<WebConfigFile> WebConfigFile::Load(const std::string& path) {
+Result<WebConfigFile> WebConfigFile::Load(const std::string& path,
+                                          std::chrono::milliseconds weakening_settle) {
   // Status first: a file changed while it is read is then read again on the next check.
   const auto web_config_status = StatusOf({path});
   auto config = LoadWebConfigFile(path);
   if (!config) return config.error();
   WebConfigFile file;
   file.path_ = path;
+  file.weakening_settle_ = weakening_settle;
   file.watched_files_ = FilesNamedBy(path, *config);
   file.loaded_status_ = StatusOf(file.watched_files_);
   file.loaded_status_.front() = web_config_status.front();
@@ -183,12 +185,27 @@ Result<WebConfigFile> WebConfigFile::Load(const std::string& path) {
 const ServerSecurity& WebConfigFile::Current() {
   const auto status = StatusOf(watched_files_);
   if (status == loaded_status_ || status == failed_status_) return current_;
-  auto reloaded = Load(path_);
+  auto reloaded = Load(path_, weakening_settle_);
   if (!reloaded) {
     spdlog::error("web config: keeping the running TLS and authentication settings: {}",
                   reloaded.error().message);
     failed_status_ = status;
     return current_;
+  }
+  const bool tls_off = current_.tls && !reloaded->current_.tls;
+  const bool auth_off = current_.auth && !reloaded->current_.auth;
+  if (tls_off || auth_off) {
+    const auto now = std::chrono::steady_clock::now();
+    if (held_status_ != status) {  // a new change, or the file moved on: its clock starts now
+      held_status_ = status;
+      held_since_ = now;
+      spdlog::warn(
+          "web config: {} turns {} off; applying it once the file has stood unchanged for {} ms",
+          path_, tls_off && auth_off ? "TLS and basic auth" : (tls_off ? "TLS" : "basic auth"),
+          weakening_settle_.count());
+      return current_;
+    }
+    if (now - held_since_ < weakening_settle_) return current_;
   }
   spdlog::info("web config: re-read {} (TLS {}, basic auth {})", path_,
                reloaded->current_.tls ? "on" : "off", reloaded->current_.auth ? "on" : "off");

@@ -8,12 +8,17 @@
 // status, whether the web config file or a file it names changed, and only then re-reads them.
 // A change that does not load (bad YAML, a key that does not match its certificate) is logged
 // once and the running settings stay: a typo must not take the exporter off the air.
+// A change that turns TLS or basic auth off applies only once the web config file has stood
+// unchanged for a settle time: a save that truncates and rewrites the file in place (no atomic
+// rename) shows a valid but partial file for a moment, and one cut before `basic_auth_users`
+// would otherwise serve that moment without authentication.
 // A connection keeps the settings it started with. Use on the server's thread only.
 #pragma once
 
 #include <sys/stat.h>
 
 #include <boost/asio/ssl/context.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,8 +40,12 @@ Result<ServerSecurity> BuildServerSecurity(const WebConfig& config, std::string_
 
 class WebConfigFile {
  public:
+  static constexpr std::chrono::milliseconds kWeakeningSettle{2000};
+
   // Reads, parses and builds; the error is what a user must fix before lagsight can start.
-  static Result<WebConfigFile> Load(const std::string& path);
+  // `weakening_settle`: how long a change that turns TLS or auth off must stand before it applies.
+  static Result<WebConfigFile> Load(const std::string& path,
+                                    std::chrono::milliseconds weakening_settle = kWeakeningSettle);
 
   // The settings for a new connection, re-read first when a file changed since the last check.
   const ServerSecurity& Current();
@@ -57,6 +66,9 @@ class WebConfigFile {
   std::vector<std::string> watched_files_;
   std::vector<FileStatus> loaded_status_;  // of the files the running settings came from
   std::vector<FileStatus> failed_status_;  // of the last change that failed to load
+  std::chrono::milliseconds weakening_settle_{kWeakeningSettle};
+  std::vector<FileStatus> held_status_;  // of a change that weakens, waiting to settle
+  std::chrono::steady_clock::time_point held_since_;
   ServerSecurity current_;
 };
 

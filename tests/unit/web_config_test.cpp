@@ -3,13 +3,17 @@
 // test vectors (openwall's crypt_blowfish), and what is remembered after a success.
 #include "http/web_config.h"
 
+#include <unistd.h>
+
 #include <catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "error_files.h"
 #include "http/basic_auth.h"
+#include "http/server_security.h"
 
 using lagsight::testing::ReadText;
 
@@ -140,4 +144,37 @@ TEST_CASE("basic auth remembers verified pairs only") {
   CHECK(auth.Verify({"bob", "U*U*"}));
   CHECK_FALSE(auth.Verify({"mallory", "U*U"}));
   CHECK_FALSE(auth.VerifiedBefore({"mallory", "U*U"}));
+}
+
+TEST_CASE("a web config change that turns basic auth off applies only once the file settles") {
+  using std::chrono::milliseconds;
+  const fs::path dir =
+      fs::temp_directory_path() / ("lagsight-web-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "web.yml";
+  const auto write = [&](const std::string& text) { std::ofstream(file, std::ios::trunc) << text; };
+  const std::string with_auth = "basic_auth_users:\n  alice: " + kHashOfUUU + "\n";
+  write(with_auth);
+  auto loaded = lagsight::http::WebConfigFile::Load(file.string(), milliseconds(300));
+  REQUIRE(loaded.ok());
+  CHECK(loaded->Current().auth);
+
+  // A save caught halfway (truncated, rewritten in place): valid, and without users.
+  write("tls_server_config: {}\n");
+  CHECK(loaded->Current().auth);
+  std::this_thread::sleep_for(milliseconds(100));
+  CHECK(loaded->Current().auth);
+  // The save completes: authentication stays on throughout.
+  write(with_auth + "# saved again\n");
+  CHECK(loaded->Current().auth);
+
+  // Meant: no authentication, once the file has stood unchanged for the settle time.
+  write("tls_server_config: {}\n");
+  CHECK(loaded->Current().auth);
+  std::this_thread::sleep_for(milliseconds(400));
+  CHECK_FALSE(loaded->Current().auth);
+  // Turning it on again applies at once.
+  write(with_auth);
+  CHECK(loaded->Current().auth);
+  fs::remove_all(dir);
 }
