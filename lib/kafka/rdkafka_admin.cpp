@@ -124,6 +124,15 @@ void LogFromLibrdkafka(const rd_kafka_t* handle, int level, const char* facility
   spdlog::log(spd_level, "librdkafka {} {}: {}", rd_kafka_name(handle), facility, message);
 }
 
+// librdkafka ends connection errors with " (after 312ms in state AUTH_REQ, 1 identical error(s)
+// suppressed)". Dropped: the poll error would differ at every poll, and a poll error that
+// changes is logged again at warn, so an outage would log a warning per poll.
+std::string WithoutTiming(std::string reason) {
+  const std::size_t timing = reason.rfind(" (after ");
+  if (timing != std::string::npos && reason.back() == ')') reason.resize(timing);
+  return reason;
+}
+
 void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, void* opaque) {
   const auto code = static_cast<rd_kafka_resp_err_t>(error);
   spdlog::debug("librdkafka error {}: {}", rd_kafka_err2name(code), reason);
@@ -132,7 +141,7 @@ void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, 
   auto& errors = *static_cast<ClientErrors*>(opaque);
   std::lock_guard lock(errors.mutex);
   errors.code = code;
-  errors.reason = reason;
+  errors.reason = WithoutTiming(reason);
 }
 
 // librdkafka before 2.6.1 builds a SCRAM client-final message that Kafka 4 brokers refuse as
