@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct GroupDescription {
   // The broker answered "no such (classic) group": a KIP-848 group, or one deleted meanwhile.
   bool not_found = false;
   std::optional<std::string> error;
+  // Topics the members' current assignments name. Kafka hides a topic the principal may not
+  // Describe from metadata and from the group's committed offsets, but not from these.
+  std::set<std::string> assigned_topics;
 };
 
 using CommittedOffsets = std::map<TopicPartition, std::int64_t>;

@@ -111,6 +111,23 @@ std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot&
   return positions;
 }
 
+// Kafka drops a topic the principal may not Describe from metadata and, silently, from a group's
+// committed offsets: its lag would be a hole nobody sees. Members' assignments still name it, so
+// for groups with members the hole is reported; for member-less (simple) groups nothing tells.
+void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descriptions,
+                        const std::map<std::string, std::int32_t>& counts,
+                        const config::NameFilter& topic_filter, KafkaSnapshot& snapshot) {
+  for (const auto& [id, description] : descriptions) {
+    for (const std::string& topic : description.assigned_topics) {
+      if (counts.contains(topic) || !topic_filter.Accepts(topic)) continue;
+      snapshot.partial_errors.push_back(
+          "group \"" + id + "\" is assigned topic \"" + topic +
+          "\", which the cluster's metadata does not show to lagsight (no Describe permission on "
+          "it, or just deleted): the group's lag on it is not reported");
+    }
+  }
+}
+
 }  // namespace
 
 Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin)
@@ -182,6 +199,7 @@ Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics)
 
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();
+  ReportHiddenTopics(descriptions, *counts, cluster_.topics, snapshot);
   for (const auto& [topic, count] : *counts) {
     if (!cluster_.topics.Accepts(topic)) continue;
     snapshot.all_topics.push_back(topic);

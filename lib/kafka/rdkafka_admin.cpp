@@ -124,15 +124,48 @@ void LogFromLibrdkafka(const rd_kafka_t* handle, int level, const char* facility
   spdlog::log(spd_level, "librdkafka {} {}: {}", rd_kafka_name(handle), facility, message);
 }
 
-void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, void* /*opaque*/) {
-  spdlog::debug("librdkafka error {}: {}",
-                rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(error)), reason);
+// librdkafka ends connection errors with " (after 312ms in state AUTH_REQ, 1 identical error(s)
+// suppressed)". Dropped: the poll error would differ at every poll, and a poll error that
+// changes is logged again at warn, so an outage would log a warning per poll.
+std::string WithoutTiming(std::string reason) {
+  const std::size_t timing = reason.rfind(" (after ");
+  if (timing != std::string::npos && reason.back() == ')') reason.resize(timing);
+  return reason;
+}
+
+void ErrorFromLibrdkafka(rd_kafka_t* /*handle*/, int error, const char* reason, void* opaque) {
+  const auto code = static_cast<rd_kafka_resp_err_t>(error);
+  spdlog::debug("librdkafka error {}: {}", rd_kafka_err2name(code), reason);
+  // "1/1 brokers are down" follows the error that says why; keep the why.
+  if (opaque == nullptr || code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) return;
+  auto& errors = *static_cast<ClientErrors*>(opaque);
+  std::lock_guard lock(errors.mutex);
+  errors.code = code;
+  errors.reason = WithoutTiming(reason);
+}
+
+// librdkafka before 2.6.1 builds a SCRAM client-final message that Kafka 4 brokers refuse as
+// invalid credentials (librdkafka PR #4895; seen with Debian 12's 2.0.2 against Kafka 4.1.1,
+// while Kafka 3.9.1 accepts it): the one case where a right password reads as a wrong one.
+bool ScramRefusedByKafka4(const std::map<std::string, std::string>& properties) {
+  constexpr int kScramFixedVersion = 0x020601ff;  // 2.6.1
+  if (rd_kafka_version() >= kScramFixedVersion) return false;
+  for (const char* key : {"sasl.mechanism", "sasl.mechanisms"}) {
+    const auto found = properties.find(key);
+    if (found == properties.end()) continue;
+    std::string mechanism = found->second;
+    for (char& c : mechanism) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (mechanism.rfind("SCRAM-", 0) == 0) return true;
+  }
+  return false;
 }
 
 // A consumer-type client with `properties`; fails naming the property librdkafka rejects.
+// `errors`, when given, receives the client's connection-level errors.
 template <typename Deleter>
 Result<std::unique_ptr<rd_kafka_t, Deleter>> NewClient(
-    const std::map<std::string, std::string>& properties, const std::string& cluster_name) {
+    const std::map<std::string, std::string>& properties, const std::string& cluster_name,
+    ClientErrors* errors = nullptr) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char error[512];
   for (const auto& [key, value] : properties) {
@@ -144,6 +177,7 @@ Result<std::unique_ptr<rd_kafka_t, Deleter>> NewClient(
   }
   rd_kafka_conf_set_log_cb(conf, LogFromLibrdkafka);
   rd_kafka_conf_set_error_cb(conf, ErrorFromLibrdkafka);
+  rd_kafka_conf_set_opaque(conf, errors);
   // On success rd_kafka_new owns conf; on failure it is still ours to destroy.
   std::unique_ptr<rd_kafka_t, Deleter> handle(
       rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error));
@@ -187,7 +221,8 @@ std::optional<std::string> CachedClusterId(rd_kafka_t* handle) {
 Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
     const config::KafkaClusterConfig& cluster) {
   std::map<std::string, std::string> properties = ClientProperties(cluster);
-  auto handle = NewClient<RdKafkaDeleter>(properties, cluster.name);
+  auto client_errors = std::make_unique<ClientErrors>();
+  auto handle = NewClient<RdKafkaDeleter>(properties, cluster.name, client_errors.get());
   if (!handle) return handle.error();
   std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue(rd_kafka_queue_new(handle->get()));
 
@@ -201,21 +236,37 @@ Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
       bootstrap_clients.emplace_back(address, std::move(client).value());
     }
   }
-  return std::unique_ptr<RdKafkaAdmin>(new RdKafkaAdmin(cluster.name, std::move(properties),
-                                                        std::move(handle).value(), std::move(queue),
-                                                        std::move(bootstrap_clients)));
+  return std::unique_ptr<RdKafkaAdmin>(
+      new RdKafkaAdmin(cluster.name, std::move(properties), std::move(client_errors),
+                       std::move(handle).value(), std::move(queue), std::move(bootstrap_clients)));
 }
 
 RdKafkaAdmin::RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
-                           Handle handle, std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
+                           std::unique_ptr<ClientErrors> client_errors, Handle handle,
+                           std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
                            std::vector<std::pair<std::string, Handle>> bootstrap_clients)
     : cluster_name_(std::move(cluster_name)),
       properties_(std::move(properties)),
+      client_errors_(std::move(client_errors)),
       handle_(std::move(handle)),
       queue_(std::move(queue)),
       bootstrap_clients_(std::move(bootstrap_clients)) {}
 
 RdKafkaAdmin::~RdKafkaAdmin() = default;
+
+std::string RdKafkaAdmin::WithClientError(std::string message) {
+  rd_kafka_poll(handle_.get(), 0);  // run the error callbacks queued while the request waited
+  std::lock_guard lock(client_errors_->mutex);
+  if (client_errors_->reason.empty()) return message;
+  message += " (the client's last error: " + client_errors_->reason + ")";
+  if (client_errors_->code == RD_KAFKA_RESP_ERR__AUTHENTICATION &&
+      ScramRefusedByKafka4(properties_)) {
+    message += std::string("; if the credentials are right: librdkafka ") + rd_kafka_version_str() +
+               ", which lagsight runs with, cannot authenticate with SCRAM to Kafka 4 brokers "
+               "(fixed in librdkafka 2.6.1): use Kafka 3.x, SASL PLAIN over TLS or mTLS";
+  }
+  return message;
+}
 
 Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout) {
   rd_kafka_poll(handle_.get(), 0);  // serve error callbacks so their events do not pile up
@@ -226,7 +277,7 @@ Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout)
   // the broker answers it correctly, KIP-848 groups included.
   rd_kafka_ListConsumerGroups(handle_.get(), options->get(), queue_.get());
   auto event = AwaitEvent(queue_.get(), token, timeout);
-  if (!event) return Error{"listing consumer groups: " + event.error().message};
+  if (!event) return Error{WithClientError("listing consumer groups: " + event.error().message)};
 
   const auto* result = rd_kafka_event_ListConsumerGroups_result(event->get());
   std::size_t error_count = 0;
@@ -234,7 +285,14 @@ Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout)
   if (error_count > 0) {
     // A broker that did not answer would make its groups vanish: report the poll as failed
     // rather than export a partial list as if it were complete.
-    return Error{"listing consumer groups: " + std::string(rd_kafka_error_string(errors[0]))};
+    return Error{WithClientError("listing consumer groups: " +
+                                 std::string(rd_kafka_error_string(errors[0])))};
+  }
+  {
+    // The cluster answered: an earlier connection error says nothing about the next failure.
+    std::lock_guard lock(client_errors_->mutex);
+    client_errors_->code = RD_KAFKA_RESP_ERR_NO_ERROR;
+    client_errors_->reason.clear();
   }
   std::size_t count = 0;
   const rd_kafka_ConsumerGroupListing_t** listings =
@@ -282,6 +340,17 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
           rd_kafka_ConsumerGroupDescription_is_simple_consumer_group(described[i]) != 0;
       description.members =
           static_cast<int>(rd_kafka_ConsumerGroupDescription_member_count(described[i]));
+      for (int m = 0; m < description.members; ++m) {
+        const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(
+            described[i], static_cast<std::size_t>(m));
+        const rd_kafka_MemberAssignment_t* assignment =
+            member == nullptr ? nullptr : rd_kafka_MemberDescription_assignment(member);
+        const rd_kafka_topic_partition_list_t* partitions =
+            assignment == nullptr ? nullptr : rd_kafka_MemberAssignment_partitions(assignment);
+        for (int p = 0; partitions != nullptr && p < partitions->cnt; ++p) {
+          description.assigned_topics.insert(partitions->elems[p].topic);
+        }
+      }
     }
     descriptions.push_back(std::move(description));
   }
@@ -374,7 +443,9 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
 
 Result<std::map<std::string, std::int32_t>> RdKafkaAdmin::TopicPartitionCounts(
     milliseconds timeout) {
-  return PartitionCounts(handle_.get(), timeout);
+  auto counts = PartitionCounts(handle_.get(), timeout);
+  if (!counts) return Error{WithClientError(counts.error().message)};
+  return counts;
 }
 
 Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition>& partitions,

@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,15 @@ struct RecordReaderDeleter {
   void operator()(rd_kafka_t* handle) const {
     rd_kafka_destroy_flags(handle, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   }
+};
+
+// The latest connection-level error librdkafka reported for a client (a wrong password, an
+// untrusted certificate), kept until a poll succeeds: a failed request itself only says
+// "timed out". Written by the error callback, which librdkafka runs inside rd_kafka_poll.
+struct ClientErrors {
+  std::mutex mutex;
+  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
+  std::string reason;
 };
 
 class RdKafkaAdmin final : public KafkaAdmin {
@@ -68,11 +78,16 @@ class RdKafkaAdmin final : public KafkaAdmin {
   using Handle = std::unique_ptr<rd_kafka_t, RdKafkaDeleter>;
 
   RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
-               Handle handle, std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
+               std::unique_ptr<ClientErrors> client_errors, Handle handle,
+               std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
                std::vector<std::pair<std::string, Handle>> bootstrap_clients);
+
+  // `message`, followed by the main client's latest connection-level error, if any.
+  std::string WithClientError(std::string message);
 
   std::string cluster_name_;
   std::map<std::string, std::string> properties_;  // the main client's, for the record reader
+  std::unique_ptr<ClientErrors> client_errors_;    // the main client's; outlives handle_
   Handle handle_;
   std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue_;  // destroyed before handle_
   // One client per bootstrap address, in config order; empty with a single address.

@@ -56,23 +56,28 @@ TOOL_JVM_OPTIONS = [
 TOOL_TIMEOUT_SECONDS = 60.0
 
 
-def kafka_classpath() -> str:
+def kafka_classpath(version: str | None = None) -> str:
     """The Java classpath of Kafka's jars, resolved by Maven once and cached beside the pom.
 
-    Resolution is repeated only when the pom is newer than the cached file, so a test run does not
-    pay for Maven (about 5 s even with a warm local repository) every time.
+    ``version`` asks for another Kafka release than the pom's (e.g. "3.9.1", for a client
+    behaviour that differs between release lines); it is resolved with the same pom and cached
+    apart. Resolution is repeated only when the pom is newer than the cached file, so a test run
+    does not pay for Maven (about 5 s even with a warm local repository) every time.
     """
-    if not CLASSPATH_FILE.exists() or CLASSPATH_FILE.stat().st_mtime < POM.stat().st_mtime:
-        CLASSPATH_FILE.parent.mkdir(parents=True, exist_ok=True)
+    cache = (CLASSPATH_FILE if version is None
+             else CLASSPATH_FILE.with_name(f"classpath-{version}.txt"))
+    if not cache.exists() or cache.stat().st_mtime < POM.stat().st_mtime:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        override = [] if version is None else [f"-Dkafka.version={version}"]
         result = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), "dependency:build-classpath",
-             f"-Dmdep.outputFile={CLASSPATH_FILE}"],
+            ["mvn", "-q", "-B", "-f", str(POM), *override, "dependency:build-classpath",
+             f"-Dmdep.outputFile={cache}"],
             capture_output=True, text=True, timeout=600, check=False)
-        if result.returncode != 0 or not CLASSPATH_FILE.exists():
+        if result.returncode != 0 or not cache.exists():
             raise RuntimeError(
                 f"mvn could not resolve Kafka's classpath (exit {result.returncode}):\n"
                 f"{result.stdout}\n{result.stderr}")
-    return CLASSPATH_FILE.read_text().strip()
+    return cache.read_text().strip()
 
 
 def free_loopback_port() -> int:
@@ -112,17 +117,33 @@ class KafkaBroker:
     The ports and the data directory are fixed at construction, so ``stop()`` followed by
     ``start()`` brings back the same cluster (same id, topics and committed offsets) at the same
     bootstrap address, which is what a client sees when a real broker restarts.
+
+    For security tests: ``extra_listeners`` maps more listener names to their security protocol
+    (e.g. ``{"SASL_SSL": "SASL_SSL", "MTLS": "SSL"}``), each on a port of its own
+    (``listener_bootstrap(name)``); ``scram_users`` maps user names to passwords, stored as
+    SCRAM-SHA-512 credentials when the log directory is formatted, so they exist before the
+    broker first serves. Everything else (authorizer, TLS files, per-listener settings) goes in
+    ``extra_properties``. The PLAINTEXT listener at ``bootstrap`` always stays: the harness's
+    readiness check and Kafka's tools use it. ``kafka_version`` runs another Kafka release than
+    the pom's (see ``kafka_classpath``).
     """
 
     def __init__(self, data_dir: Path, port: int | None = None,
                  controller_port: int | None = None,
                  extra_properties: dict[str, str] | None = None,
-                 heap: str = "512m") -> None:
+                 heap: str = "512m",
+                 extra_listeners: dict[str, str] | None = None,
+                 scram_users: dict[str, str] | None = None,
+                 kafka_version: str | None = None) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port or free_loopback_port()
         self.controller_port = controller_port or free_loopback_port()
         self.extra_properties = dict(extra_properties or {})
         self.heap = heap
+        self.extra_listeners = dict(extra_listeners or {})
+        self.listener_ports = {name: free_loopback_port() for name in self.extra_listeners}
+        self.scram_users = dict(scram_users or {})
+        self.kafka_version = kafka_version
         self.log_file = self.data_dir / "broker.log"
         self._process: subprocess.Popen | None = None
 
@@ -130,20 +151,29 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def listener_bootstrap(self, name: str) -> str:
+        """The address of one of ``extra_listeners``."""
+        return f"127.0.0.1:{self.listener_ports[name]}"
+
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
     def _properties(self) -> dict[str, str]:
+        extra = "".join(f",{name}://127.0.0.1:{port}"
+                        for name, port in self.listener_ports.items())
+        protocols = "".join(f",{name}:{protocol}"
+                            for name, protocol in self.extra_listeners.items())
         properties = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
             "controller.listener.names": "CONTROLLER",
             "listeners": (f"PLAINTEXT://127.0.0.1:{self.port},"
-                          f"CONTROLLER://127.0.0.1:{self.controller_port}"),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                          f"CONTROLLER://127.0.0.1:{self.controller_port}{extra}"),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{extra}",
+            "listener.security.protocol.map":
+                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.data_dir / "kraft-logs"),
             "num.partitions": "1",
@@ -170,10 +200,14 @@ class KafkaBroker:
         """Formats the KRaft log directory on first start only; a restart keeps the cluster."""
         if (self.data_dir / "kraft-logs" / "meta.properties").exists():
             return
+        scram = [argument for name, password in self.scram_users.items()
+                 for argument in ("--add-scram",
+                                  f"SCRAM-SHA-512=[name={name},password={password}]")]
         with self.log_file.open("ab") as log:
             result = subprocess.run(
                 ["java", *TOOL_JVM_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool",
-                 "format", "--cluster-id", random_cluster_id(), "--config", str(properties_file)],
+                 "format", "--cluster-id", random_cluster_id(), "--config", str(properties_file),
+                 *scram],
                 stdout=log, stderr=subprocess.STDOUT, timeout=TOOL_TIMEOUT_SECONDS, check=False)
         if result.returncode != 0:
             raise BrokerStartError(
@@ -187,7 +221,7 @@ class KafkaBroker:
         if self.running:
             raise RuntimeError(f"broker at {self.bootstrap} is already running")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        classpath = kafka_classpath()
+        classpath = kafka_classpath(self.kafka_version)
         properties_file = self._write_properties()
         self._format_storage_once(classpath, properties_file)
         with self.log_file.open("ab") as log:

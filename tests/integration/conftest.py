@@ -179,13 +179,17 @@ class LagsightProcess:
 
 
 def lagsight_config(bootstrap: str, groups: dict | None = None,
-                    topics: dict | None = None, flink: list[dict] | None = None) -> dict:
+                    topics: dict | None = None, flink: list[dict] | None = None,
+                    properties: dict[str, str] | None = None) -> dict:
     """A one-cluster config polling every second, in the YAML shape lagsight reads.
 
-    ``flink`` is the config's list of Flink clusters, if any.
+    ``flink`` is the config's list of Flink clusters, if any; ``properties`` the cluster's
+    librdkafka properties (security settings).
     """
     cluster = {"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                "request_timeout": "5s"}
+    if properties is not None:
+        cluster["properties"] = properties
     if groups is not None:
         cluster["groups"] = groups
     if topics is not None:
@@ -239,17 +243,19 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
                    ) -> Iterator[Callable[..., LagsightProcess]]:
     """Starts lagsight on a broker: ``start_lagsight(bootstrap, groups=..., topics=...)``.
 
-    ``groups`` and ``topics`` are the config's ``{allow: [...], deny: [...]}`` filters. At teardown
+    ``groups`` and ``topics`` are the config's ``{allow: [...], deny: [...]}`` filters,
+    ``properties`` its librdkafka properties. At teardown
     each process must exit 0 on SIGTERM, which also catches a lagsight that crashed mid-test.
     """
     processes: list[LagsightProcess] = []
 
     def start(bootstrap: str, groups: dict | None = None, topics: dict | None = None,
-              flink: list[dict] | None = None) -> LagsightProcess:
+              flink: list[dict] | None = None,
+              properties: dict[str, str] | None = None) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
         process = LagsightProcess(lagsight_binary, work_dir,
-                                  lagsight_config(bootstrap, groups, topics, flink))
+                                  lagsight_config(bootstrap, groups, topics, flink, properties))
         processes.append(process)
         _register_log_for_failures(request, f"lagsight log #{len(processes)}", process.log_file)
         return process.start()

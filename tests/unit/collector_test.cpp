@@ -38,13 +38,13 @@ struct Fixture {
                        {"app", "stable", false},
                        {"console-consumer-1", "stable", false},
                        {"kip848", "stable", false}};
-    admin->descriptions["flink-job"] = {"flink-job", "empty", true, 0, false, std::nullopt};
-    admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt};
+    admin->descriptions["flink-job"] = {"flink-job", "empty", true, 0, false, std::nullopt, {}};
+    admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt, {}};
     admin->descriptions["console-consumer-1"] = {"console-consumer-1", "stable", false, 1, false,
-                                                 std::nullopt};
+                                                 std::nullopt, {}};
     // What Kafka 4.1's classic DescribeGroups says of a KIP-848 group, as librdkafka 2.0.2 reads
     // it.
-    admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt};
+    admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt, {}};
     admin->committed["flink-job"] = lagsight::kafka::CommittedOffsets{{{"orders", 0}, 5}};
     admin->committed["app"] =
         lagsight::kafka::CommittedOffsets{{{"orders", 1}, 7}, {{"__internal", 0}, 1}};
@@ -158,6 +158,25 @@ TEST_CASE("one group's or partition's failure is partial, the rest is reported")
   CHECK_FALSE(app.offsets_known);
   CHECK_FALSE(snapshot->partitions.at({"orders", 1}).log_end.has_value());
   CHECK(*snapshot->partitions.at({"orders", 0}).log_end == 10);
+}
+
+TEST_CASE("a topic that members are assigned but metadata hides is a partial error") {
+  Fixture f;
+  f.config.topics = *NameFilter::Create({}, {"__.*"});
+  Collector collector = f.Make();
+  f.Script();
+  // What Kafka shows a principal without Describe on "payments": absent from metadata and from
+  // the group's committed offsets, named only in its members' assignment. "__hidden" is
+  // excluded by the topic filter, so its absence is the user's choice, not a hole.
+  f.admin->descriptions["app"].assigned_topics = {"orders", "payments", "__hidden"};
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(snapshot->partial_errors ==
+        std::vector<std::string>{
+            "group \"app\" is assigned topic \"payments\", which the cluster's metadata does "
+            "not show to lagsight (no Describe permission on it, or just deleted): the group's "
+            "lag on it is not reported"});
+  CHECK(snapshot->groups[0].committed.size() == 1);  // what is visible is still reported
 }
 
 TEST_CASE("partitions of a consumed topic without commits are still read") {
