@@ -173,6 +173,7 @@ Result<WebConfigFile> WebConfigFile::Load(const std::string& path,
   WebConfigFile file;
   file.path_ = path;
   file.weakening_settle_ = weakening_settle;
+  file.tls_settings_ = config->tls;
   file.watched_files_ = FilesNamedBy(path, *config);
   file.loaded_status_ = StatusOf(file.watched_files_);
   file.loaded_status_.front() = web_config_status.front();
@@ -180,6 +181,44 @@ Result<WebConfigFile> WebConfigFile::Load(const std::string& path,
   if (!security) return security.error();
   file.current_ = std::move(security).value();
   return file;
+}
+
+namespace {
+
+// How much a client certificate is asked of: 0 none, 1 checked when given or required
+// unchecked, 2 required and checked.
+int ClientCertStrength(ClientAuth auth) {
+  switch (auth) {
+    case ClientAuth::kNoClientCert:
+    case ClientAuth::kRequestClientCert:
+      return 0;
+    case ClientAuth::kVerifyClientCertIfGiven:
+    case ClientAuth::kRequireAnyClientCert:
+      return 1;
+    case ClientAuth::kRequireAndVerifyClientCert:
+      return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string WebConfigFile::Weakened(const WebConfigFile& next) const {
+  std::vector<std::string> what;
+  if (current_.tls && !next.current_.tls) what.push_back("TLS (off)");
+  if (current_.auth && !next.current_.auth) what.push_back("basic auth (off)");
+  if (tls_settings_ && next.tls_settings_) {
+    if (ClientCertStrength(next.tls_settings_->client_auth) <
+        ClientCertStrength(tls_settings_->client_auth)) {
+      what.push_back("client certificate checks");
+    }
+    if (next.tls_settings_->min_version < tls_settings_->min_version) {
+      what.push_back("the minimum TLS version");
+    }
+  }
+  std::string joined;
+  for (const std::string& item : what) joined += (joined.empty() ? "" : ", ") + item;
+  return joined;
 }
 
 const ServerSecurity& WebConfigFile::Current() {
@@ -192,17 +231,15 @@ const ServerSecurity& WebConfigFile::Current() {
     failed_status_ = status;
     return current_;
   }
-  const bool tls_off = current_.tls && !reloaded->current_.tls;
-  const bool auth_off = current_.auth && !reloaded->current_.auth;
-  if (tls_off || auth_off) {
+  const std::string weakened = Weakened(*reloaded);
+  if (!weakened.empty()) {
     const auto now = std::chrono::steady_clock::now();
     if (held_status_ != status) {  // a new change, or the file moved on: its clock starts now
       held_status_ = status;
       held_since_ = now;
       spdlog::warn(
-          "web config: {} turns {} off; applying it once the file has stood unchanged for {} ms",
-          path_, tls_off && auth_off ? "TLS and basic auth" : (tls_off ? "TLS" : "basic auth"),
-          weakening_settle_.count());
+          "web config: {} weakens {}; applying it once the file has stood unchanged for {} ms",
+          path_, weakened, weakening_settle_.count());
       return current_;
     }
     if (now - held_since_ < weakening_settle_) return current_;

@@ -8,7 +8,8 @@
 // status, whether the web config file or a file it names changed, and only then re-reads them.
 // A change that does not load (bad YAML, a key that does not match its certificate) is logged
 // once and the running settings stay: a typo must not take the exporter off the air.
-// A change that turns TLS or basic auth off applies only once the web config file has stood
+// A change that weakens security (TLS or basic auth off, weaker client certificate checks, a
+// lower minimum TLS version) applies only once the web config file has stood
 // unchanged for a settle time: a save that truncates and rewrites the file in place (no atomic
 // rename) shows a valid but partial file for a moment, and one cut before `basic_auth_users`
 // would otherwise serve that moment without authentication.
@@ -20,6 +21,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,13 +63,16 @@ class WebConfigFile {
     bool operator==(const FileStatus& other) const;
   };
   static std::vector<FileStatus> StatusOf(const std::vector<std::string>& files);
+  // What `next` would weaken compared with the running settings ("" when nothing).
+  std::string Weakened(const WebConfigFile& next) const;
 
   std::string path_;
   std::vector<std::string> watched_files_;
   std::vector<FileStatus> loaded_status_;  // of the files the running settings came from
   std::vector<FileStatus> failed_status_;  // of the last change that failed to load
   std::chrono::milliseconds weakening_settle_{kWeakeningSettle};
-  std::vector<FileStatus> held_status_;  // of a change that weakens, waiting to settle
+  std::optional<TlsServerConfig> tls_settings_;  // as parsed, for comparing with a change
+  std::vector<FileStatus> held_status_;          // of a change that weakens, waiting to settle
   std::chrono::steady_clock::time_point held_since_;
   ServerSecurity current_;
 };

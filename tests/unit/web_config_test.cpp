@@ -155,7 +155,8 @@ TEST_CASE("a web config change that turns basic auth off applies only once the f
   const auto write = [&](const std::string& text) { std::ofstream(file, std::ios::trunc) << text; };
   const std::string with_auth = "basic_auth_users:\n  alice: " + kHashOfUUU + "\n";
   write(with_auth);
-  auto loaded = lagsight::http::WebConfigFile::Load(file.string(), milliseconds(300));
+  // A settle time far above the test's own pauses, so a slow machine cannot flip the checks.
+  auto loaded = lagsight::http::WebConfigFile::Load(file.string(), milliseconds(1000));
   REQUIRE(loaded.ok());
   CHECK(loaded->Current().auth);
 
@@ -171,7 +172,7 @@ TEST_CASE("a web config change that turns basic auth off applies only once the f
   // Meant: no authentication, once the file has stood unchanged for the settle time.
   write("tls_server_config: {}\n");
   CHECK(loaded->Current().auth);
-  std::this_thread::sleep_for(milliseconds(400));
+  std::this_thread::sleep_for(milliseconds(1100));
   CHECK_FALSE(loaded->Current().auth);
   // Turning it on again applies at once.
   write(with_auth);
