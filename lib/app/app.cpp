@@ -251,11 +251,12 @@ class Daemon {
     stopping_ = true;
     // Nothing lagsight holds needs saving: after the grace period the exit is as good as a
     // clean one, and it does not leave an orchestrator waiting to kill the process.
-    std::thread([] {
+    // The logger is held by value: if exit() outlasts the grace, spdlog's registry may be gone.
+    std::thread([logger = spdlog::default_logger()] {
       std::this_thread::sleep_for(kShutdownGrace);
-      spdlog::warn("shutdown did not finish within {}s (a Kafka call still running); exiting now",
+      logger->warn("shutdown did not finish within {}s (a Kafka call still running); exiting now",
                    kShutdownGrace.count());
-      spdlog::default_logger()->flush();
+      logger->flush();
       std::_Exit(0);
     }).detach();
     server_.Stop();

@@ -218,7 +218,10 @@ HttpClient::~HttpClient() = default;
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(asio::any_io_executor executor,
                                                        HttpClientOptions options) {
   // RE2: linear in the URL's length (std::regex recursed once per character).
-  static const RE2 kUrl(R"((https?)://(\[[^\]]+\]|[^/:]+)(?::([0-9]{1,5}))?(/.*)?)", RE2::Latin1);
+  // Host: a name, IPv4 or bracketed IPv6; path: printable ASCII only (no CR, LF or spaces).
+  static const RE2 kUrl(
+      R"((https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::([0-9]{1,5}))?(/[\x21-\x7e]*)?)",
+      RE2::Latin1);
   std::string scheme, host, port, path;
   if (!RE2::FullMatch(options.base_url, kUrl, &scheme, &host, &port, &path)) {
     constexpr std::size_t kShown = 200;  // a megabyte of URL would not help the log

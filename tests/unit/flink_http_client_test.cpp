@@ -214,6 +214,9 @@ TEST_CASE("base URLs: parts read, anything else refused, a megabyte-long one in 
   CHECK_FALSE(create("ftp://flink:8081"));
   CHECK_FALSE(create("http://flink:8081\r\nX-Injected: 1"));
   CHECK_FALSE(create("http://flink:123456"));
+  CHECK_FALSE(create("http://flink:8081/a\rb"));
+  CHECK_FALSE(create("http://user@flink:8081"));
+  CHECK_FALSE(create("http://fl ink:8081"));
   // std::regex recursed once per character here.
   const auto huge =
       create("http://" + std::string(1 << 20, 'a') + ":80" + std::string(1 << 20, '/'));
