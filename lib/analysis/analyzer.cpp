@@ -294,16 +294,24 @@ struct Analyzer::State {
     }
   }
 
-  bool CommittedEarlier(const std::string& kafka_cluster, const std::string& group,
-                        const kafka::TopicPartition& tp, std::int64_t offset) const {
+  // What the group's offsets on `tp` did before its current ones, within the keeping time.
+  EarlierCommit CommittedEarlier(const std::string& kafka_cluster, const std::string& group,
+                                 const kafka::TopicPartition& tp, std::int64_t offset,
+                                 double now) const {
     const auto cluster = kafka.find(kafka_cluster);
-    if (cluster == kafka.end()) return false;
+    if (cluster == kafka.end()) return EarlierCommit::kNo;
     const auto history = cluster->second.groups.find(group);
-    if (history == cluster->second.groups.end()) return false;
+    if (history == cluster->second.groups.end()) return EarlierCommit::kNo;
     const auto earlier = history->second.committed_earlier.find(tp);
-    if (earlier == history->second.committed_earlier.end()) return false;
-    return std::ranges::any_of(earlier->second,
-                               [&](const Standing& s) { return s.offset == offset; });
+    if (earlier == history->second.committed_earlier.end()) return EarlierCommit::kNo;
+    const double kept_since = now - EarlierCommitsKeptFor();
+    EarlierCommit found = EarlierCommit::kNo;
+    for (const Standing& held : earlier->second) {
+      if (held.since < kept_since) continue;
+      if (held.offset == offset) return EarlierCommit::kHeldExactly;
+      if (held.offset < offset) found = EarlierCommit::kPassedThrough;
+    }
+    return found;
   }
 
   KafkaFindings FindKafka(const KafkaClusterState& cluster, const kafka::KafkaSnapshot& snapshot,
@@ -519,9 +527,9 @@ struct Analyzer::State {
     FlinkFindings findings;
     findings.joins =
         JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up,
-                           [this](const std::string& cluster, const std::string& group,
-                                  const kafka::TopicPartition& tp, std::int64_t offset) {
-                             return CommittedEarlier(cluster, group, tp, offset);
+                           [this, now](const std::string& cluster, const std::string& group,
+                                       const kafka::TopicPartition& tp, std::int64_t offset) {
+                             return CommittedEarlier(cluster, group, tp, offset, now);
                            });
     std::set<std::string>& topics_read = topics_read_by_flink[flink_cluster];
     topics_read.clear();
@@ -545,6 +553,16 @@ struct Analyzer::State {
       if (history == jobs.end()) continue;
       JobHistory& job = history->second;
       auto& remembered = job.associations;
+      if (join.group && join.matched_by_history) {
+        // Evidence from the group's past alone does not move a job off the group it matched
+        // before (a plain consumer of a quiet topic can pass through the same offsets).
+        if (const auto known = remembered.find(join.source);
+            known != remembered.end() && known->second.group != *join.group) {
+          join.group.reset();
+          join.association.clear();
+          join.matched_by_history = false;
+        }
+      }
       const NamedSource named{flink_cluster, join.job_name, join.source};
       const auto series = job.sources.find(join.source);
       const std::string mode = series != job.sources.end() ? CommitMode(series->second, job.samples)

@@ -39,37 +39,58 @@ std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::Kafka
 // Committed offsets of the source, by real topic, where known.
 using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
 
-// The group whose committed offsets fit the job's own offsets on every partition where the job
-// has a committedOffset: equal to it, or between it and the job's position (currentOffset + 1).
-// The range matters: Flink updates committedOffset in the commit callback, which runs on the
-// fetcher thread, so under backpressure the gauge trails what the broker already holds.
-// A group that has moved beyond the job's (stale) position fits too when it held the job's
-// committedOffset exactly a moment ago (`committed_earlier`).
-// Every group that fits; the match is the group when exactly one does.
-std::vector<std::string> MatchGroups(const Resolved& resolved, const std::string& cluster,
-                                     const kafka::KafkaSnapshot& kafka,
-                                     const CommittedEarlier& committed_earlier) {
+// How well a group's committed offsets fit the job's own offsets, on every partition where the
+// job has a committedOffset (the weakest partition decides):
+//  1. now: equal to it, or between it and the job's position (currentOffset + 1). The range
+//     matters: Flink updates committedOffset in the commit callback, which runs on the fetcher
+//     thread, so under backpressure the gauge trails what the broker already holds;
+//  2. at or above it now, and exactly it a moment ago;
+//  3. at or above it now, and below it a moment ago (a Kafka poll slower than the job's commits
+//     may never have seen the exact value).
+// 0: does not fit.
+int FitOf(const Resolved& resolved, const std::string& cluster, const kafka::ConsumerGroup& group,
+          const CommittedEarlier& committed_earlier) {
+  int fit = 1;
+  for (const auto& [tp, offsets] : resolved) {
+    if (!offsets.committed) continue;
+    const auto committed = group.committed.find(tp);
+    if (committed == group.committed.end() || committed->second < *offsets.committed) return 0;
+    const std::int64_t position =
+        offsets.current ? std::max(*offsets.current + 1, *offsets.committed) : *offsets.committed;
+    if (committed->second <= position) continue;
+    const EarlierCommit earlier = committed_earlier
+                                      ? committed_earlier(cluster, group.id, tp, *offsets.committed)
+                                      : EarlierCommit::kNo;
+    if (earlier == EarlierCommit::kHeldExactly) {
+      fit = std::max(fit, 2);
+    } else if (earlier == EarlierCommit::kPassedThrough) {
+      fit = 3;
+    } else {
+      return 0;
+    }
+  }
+  return fit;
+}
+
+struct GroupMatch {
+  std::vector<std::string> groups;  // one: the match; more: candidates at the same strength
+  int fit = 0;
+};
+
+GroupMatch MatchGroups(const Resolved& resolved, const std::string& cluster,
+                       const kafka::KafkaSnapshot& kafka,
+                       const CommittedEarlier& committed_earlier) {
   std::size_t known = 0;
   for (const auto& [tp, offsets] : resolved) known += offsets.committed.has_value();
   if (known == 0) return {};
-  std::vector<std::string> found;
+  std::map<int, std::vector<std::string>> by_fit;
   for (const kafka::ConsumerGroup& group : kafka.groups) {
-    std::size_t equal = 0;
-    for (const auto& [tp, offsets] : resolved) {
-      if (!offsets.committed) continue;
-      const auto committed = group.committed.find(tp);
-      if (committed == group.committed.end()) continue;
-      const std::int64_t position =
-          offsets.current ? std::max(*offsets.current + 1, *offsets.committed) : *offsets.committed;
-      if (committed->second < *offsets.committed) continue;
-      if (committed->second <= position ||
-          (committed_earlier && committed_earlier(cluster, group.id, tp, *offsets.committed))) {
-        ++equal;
-      }
+    if (const int fit = FitOf(resolved, cluster, group, committed_earlier); fit > 0) {
+      by_fit[fit].push_back(group.id);
     }
-    if (equal == known) found.push_back(group.id);
   }
-  return found;
+  if (by_fit.empty()) return {};
+  return {by_fit.begin()->second, by_fit.begin()->first};
 }
 
 }  // namespace
@@ -132,13 +153,13 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         join.group = mapping->group;
         join.association = "configured";
       } else if (snapshot != nullptr) {
-        std::vector<std::string> fitting =
-            MatchGroups(resolved, cluster, *snapshot, committed_earlier);
-        if (fitting.size() == 1) {
-          join.group = fitting.front();
+        GroupMatch match = MatchGroups(resolved, cluster, *snapshot, committed_earlier);
+        if (match.groups.size() == 1) {
+          join.group = match.groups.front();
           join.association = "matched";
+          join.matched_by_history = match.fit > 1;
         } else {
-          join.candidate_groups = std::move(fitting);  // two or more fit: do not guess
+          join.candidate_groups = std::move(match.groups);  // two or more fit: do not guess
         }
       }
 

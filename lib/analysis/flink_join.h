@@ -50,6 +50,9 @@ struct FlinkSourceJoin {
   std::string kafka_cluster;  // empty when no Kafka cluster could be chosen
   std::optional<std::string> group;
   std::string association;  // "configured" or "matched", with group
+  // Matched only through the group's recent past (CommittedEarlier), not its current offsets:
+  // weaker evidence, which must not move a job off a group it was matched with before.
+  bool matched_by_history = false;
   // Without a unique match: the groups whose offsets fit the job's equally (a quiet topic where
   // two caught-up jobs' groups hold the same offsets). The job's offsets are committed; which
   // group holds them is not known yet.
@@ -67,17 +70,25 @@ std::string FlinkSourceName(const std::string& vertex_name);
 // "Kafka Source" would otherwise give duplicate series, and Prometheus rejects the scrape).
 std::vector<std::string> SourceLabels(const flink::FlinkJob& job);
 
-// Whether `group` of `kafka_cluster` held exactly `offset` on `tp` a moment ago (before the
-// offsets it holds now). The JobManager serves a reader's committedOffset up to one metric
-// refresh (10 s by default) late; a job checkpointing more often than that has committed again
-// by the time lagsight reads the value, so the group's current offsets are ahead of what Flink
-// reports and only the group's recent past can show they are the job's.
+// What a group's committed offsets on `tp` did a moment ago (before the offsets it holds now),
+// relative to `offset`. The JobManager serves a reader's committedOffset up to one metric refresh
+// (10 s by default) late; a job checkpointing more often than that has committed again by the
+// time lagsight reads the value, so the group's current offsets are ahead of what Flink reports
+// and only the group's recent past can show they are the job's.
+enum class EarlierCommit {
+  kNo,
+  kPassedThrough,  // held an offset below it, and now holds one at or above it
+  kHeldExactly,    // held exactly it
+};
 using CommittedEarlier =
-    std::function<bool(const std::string& kafka_cluster, const std::string& group,
-                       const kafka::TopicPartition& tp, std::int64_t offset)>;
+    std::function<EarlierCommit(const std::string& kafka_cluster, const std::string& group,
+                                const kafka::TopicPartition& tp, std::int64_t offset)>;
 
 // `kafka` holds the latest snapshot of every Kafka cluster that is up, by cluster name.
-// `committed_earlier` may be empty (then only the groups' current offsets are compared).
+// `committed_earlier` may be empty (then only the groups' current offsets are compared). The
+// strongest evidence decides: a group whose current offsets fit, else one that held the job's
+// committedOffset exactly, else one whose offsets passed through it; two at the same strength
+// are candidates, never guessed between.
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
     const config::FlinkClusterConfig& flink_config, const flink::FlinkSnapshot& flink,
     const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,

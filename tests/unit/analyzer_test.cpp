@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch.hpp>
+#include <cmath>
 
 using namespace lagsight;
 using analysis::Cause;
@@ -51,10 +52,11 @@ class World {
   bool reader_reports = true;          // false: the source exists but reports no partitions yet
 
   double now = 1'000'000;
+  double poll_seconds = 1;  // between polls (Flink and Kafka are polled together)
   config::FlinkClusterConfig& flink_config() { return flink_config_; }
 
   std::shared_ptr<const analysis::Findings> Poll() {
-    now += 1;
+    now += poll_seconds;
     kafka_ = std::make_shared<kafka::KafkaSnapshot>();
     kafka_->all_topics = {"orders"};
     kafka_->topic_partitions["orders"] = 1;
@@ -595,4 +597,50 @@ TEST_CASE(
   REQUIRE(pair != nullptr);
   CHECK(pair->cause == Cause::kHealthy);
   CHECK(World::FindingOf(*world.last_, "another-reader", "job-1") == nullptr);
+}
+
+TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flink reports") {
+  // Commits every 2 s (at even seconds), the JobManager's refresh every 10 s (at 3 past),
+  // Kafka and Flink polled every 15 s: no poll sees the group hold the job's committedOffset,
+  // now or before. The group's offsets passed through it between two polls, and no other group's
+  // did: that pairs them. With a second reader at the head, both passed through it: unpaired,
+  // never guessed.
+  for (const bool second_reader : {false, true}) {
+    INFO("second reader: " << second_reader);
+    World world;
+    world.with_job = true;
+    world.poll_seconds = 15;
+    world.fetch_interval_ms = 10'000;
+    world.interval_ms = 2'000;
+    const double t0 = world.now;
+    const auto log_end_at = [&](double t) {
+      return static_cast<std::int64_t>(50 * (t - t0)) + 1000;
+    };
+    const auto committed_at = [&](double t) {
+      return log_end_at(t0 + 2 * std::floor((t - t0) / 2));
+    };
+    std::set<std::string> groups_paired;
+    for (int poll = 0; poll < 12; ++poll) {
+      const double t = world.now + world.poll_seconds;
+      const double refreshed = t0 + 3 + 10 * std::floor((t - t0 - 3) / 10);
+      world.log_end = log_end_at(t);
+      world.committed["enrich"] = committed_at(t);
+      if (second_reader) world.committed["another-reader"] = log_end_at(t) - 7;
+      world.job_current = log_end_at(refreshed) - 1;
+      world.job_committed = committed_at(refreshed);
+      world.completed = poll * 7;
+      world.commits_succeeded = poll * 7;
+      world.latest_completed_ms = static_cast<std::int64_t>(t * 1000);
+      const auto findings = world.Poll();
+      for (const auto& finding : findings->diagnosis) {
+        if (finding.job_id == "job-1" && !finding.group.empty())
+          groups_paired.insert(finding.group);
+      }
+    }
+    if (second_reader) {
+      CHECK_FALSE(groups_paired.contains("another-reader"));
+    } else {
+      CHECK(groups_paired == std::set<std::string>{"enrich"});
+    }
+  }
 }

@@ -84,24 +84,66 @@ TEST_CASE("a group that committed again since Flink's last metric refresh still 
   const auto job = OneJob({{{"orders_v2", 0}, {849, 800}}, {{"orders_v2", 1}, {419, 400}}});
   CHECK_FALSE(analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &kafka}})[0].group);
 
+  using analysis::EarlierCommit;
   std::vector<std::string> asked;
-  const analysis::CommittedEarlier earlier =
-      [&](const std::string& cluster, const std::string& group, const kafka::TopicPartition& tp,
-          std::int64_t offset) {
-        asked.push_back(cluster + "/" + group);
-        if (group != "orders-enrichment") return false;
-        return (tp.partition == 0 && offset == 800) || (tp.partition == 1 && offset == 400);
-      };
+  const analysis::CommittedEarlier earlier = [&](const std::string& cluster,
+                                                 const std::string& group,
+                                                 const kafka::TopicPartition& tp,
+                                                 std::int64_t offset) {
+    asked.push_back(cluster + "/" + group);
+    if (group != "orders-enrichment") return EarlierCommit::kNo;
+    const bool held = (tp.partition == 0 && offset == 800) || (tp.partition == 1 && offset == 400);
+    return held ? EarlierCommit::kHeldExactly : EarlierCommit::kNo;
+  };
   const auto joins = analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &kafka}}, earlier);
   REQUIRE(joins[0].group);
   CHECK(*joins[0].group == "orders-enrichment");
   CHECK(joins[0].association == "matched");
+  CHECK(joins[0].matched_by_history);
   CHECK(std::find(asked.begin(), asked.end(), "prod/orders-enrichment") != asked.end());
 
   // Held earlier but now behind the job's committedOffset: not the job's group.
   auto behind = Kafka();
   behind.groups[1].committed[{"orders.v2", 0}] = 700;
   CHECK_FALSE(analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &behind}}, earlier)[0].group);
+}
+
+TEST_CASE("matching by a group's past: exact beats passed-through, current beats both, ties wait") {
+  using analysis::EarlierCommit;
+  // The job reports committedOffset 800/400 (stale); both groups are ahead of its position now.
+  auto kafka = Kafka();
+  kafka.groups[0].committed = {{{"orders.v2", 0}, 905}, {{"orders.v2", 1}, 460}};
+  const auto job = OneJob({{{"orders_v2", 0}, {849, 800}}, {{"orders_v2", 1}, {419, 400}}});
+  const auto with = [&](std::map<std::string, EarlierCommit> past) {
+    return analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &kafka}},
+                                        [past](const std::string&, const std::string& group,
+                                               const kafka::TopicPartition&, std::int64_t) {
+                                          const auto found = past.find(group);
+                                          return found == past.end() ? EarlierCommit::kNo
+                                                                     : found->second;
+                                        })[0];
+  };
+  // Both passed through 800/400 since the last poll: no telling which one is the job's.
+  auto tie = with({{"orders-enrichment", EarlierCommit::kPassedThrough},
+                   {"someone-else", EarlierCommit::kPassedThrough}});
+  CHECK_FALSE(tie.group);
+  CHECK(tie.candidate_groups.size() == 2);
+  // One held the job's offsets exactly: that is stronger.
+  auto exact = with({{"orders-enrichment", EarlierCommit::kHeldExactly},
+                     {"someone-else", EarlierCommit::kPassedThrough}});
+  REQUIRE(exact.group);
+  CHECK(*exact.group == "orders-enrichment");
+  // Only one passed through (a Kafka poll slower than the job's commits): it is the match.
+  auto passed = with({{"someone-else", EarlierCommit::kPassedThrough}});
+  REQUIRE(passed.group);
+  CHECK(*passed.group == "someone-else");
+  CHECK(passed.matched_by_history);
+  // A group whose current offsets fit wins over any past.
+  kafka.groups[1].committed = {{{"orders.v2", 0}, 820}, {{"orders.v2", 1}, 410}};
+  auto current = with({{"someone-else", EarlierCommit::kHeldExactly}});
+  REQUIRE(current.group);
+  CHECK(*current.group == "orders-enrichment");
+  CHECK_FALSE(current.matched_by_history);
 }
 
 TEST_CASE("two groups that fit equally are not guessed between") {
