@@ -123,7 +123,7 @@ void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descripti
       snapshot.partial_errors.push_back(
           "group \"" + id + "\" is assigned topic \"" + topic +
           "\", which the cluster's metadata does not show to lagsight (no Describe permission on "
-          "it, or just deleted): the group's lag on it is not reported");
+          "it, or being created or deleted): the group's lag on it is not reported");
     }
   }
 }

@@ -371,8 +371,8 @@ def test_denied_group_and_topic_are_partial_errors(cluster_logs, start_lagsight)
         'LISTCONSUMERGROUPOFFSETS worker coordinator request failed: Broker: Group authorization '
         'failed',
         'kafka cluster "local": group "member" is assigned topic "secret", which the cluster\'s '
-        'metadata does not show to lagsight (no Describe permission on it, or just deleted): the '
-        'group\'s lag on it is not reported',
+        'metadata does not show to lagsight (no Describe permission on it, or being created or '
+        'deleted): the group\'s lag on it is not reported',
     ]
     metrics = settled(lagsight, "the three partial errors",
                       lambda m: value(m, "lagsight_kafka_poll_partial_errors") == len(expected))

@@ -41,7 +41,7 @@ struct Fixture {
     admin->descriptions["flink-job"] = {"flink-job", "empty", true, 0, false, std::nullopt, {}};
     admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt, {}};
     admin->descriptions["console-consumer-1"] = {"console-consumer-1", "stable", false, 1, false,
-                                                 std::nullopt, {}};
+                                                 std::nullopt,         {}};
     // What Kafka 4.1's classic DescribeGroups says of a KIP-848 group, as librdkafka 2.0.2 reads
     // it.
     admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt, {}};
@@ -174,7 +174,8 @@ TEST_CASE("a topic that members are assigned but metadata hides is a partial err
   CHECK(snapshot->partial_errors ==
         std::vector<std::string>{
             "group \"app\" is assigned topic \"payments\", which the cluster's metadata does "
-            "not show to lagsight (no Describe permission on it, or just deleted): the group's "
+            "not show to lagsight (no Describe permission on it, or being created or deleted): the "
+            "group's "
             "lag on it is not reported"});
   CHECK(snapshot->groups[0].committed.size() == 1);  // what is visible is still reported
 }
