@@ -373,37 +373,6 @@ struct Analyzer::State {
     return state == "CANCELLING" || state == "SUSPENDED";
   }
 
-  // Gives the successor of a replaced job (same Flink cluster and name) the replaced job's
-  // associations, where it has none yet, and its pairs: verdict, last finding and lag history.
-  // What belongs to the old job's own run stays behind: positions, whether it moved back.
-  void HandOver(const std::string& replaced_id, const JobHistory& replaced,
-                const std::string& successor_id) {
-    const auto successor = jobs.find(successor_id);
-    if (successor == jobs.end() || successor_id == replaced_id) return;
-    for (const auto& [source, association] : replaced.associations) {
-      successor->second.associations.try_emplace(source, association);
-    }
-    std::vector<PairKey> moved;
-    for (const auto& [key, pair] : pairs) {
-      if (std::get<2>(key) == replaced_id) moved.push_back(key);
-    }
-    for (const PairKey& key : moved) {
-      const PairKey next{std::get<0>(key), std::get<1>(key), successor_id};
-      auto node = pairs.extract(key);
-      if (pairs.contains(next)) continue;  // the successor was judged already: keep its own
-      PairState& pair = node.mapped();
-      pair.positions.clear();
-      pair.moved_back = MovedBack::kNo;
-      pair.uncommitted_since.reset();
-      if (pair.last) {
-        pair.last->job_id = successor_id;
-        pair.last->job_name = successor->second.name;
-      }
-      node.key() = next;
-      pairs.insert(std::move(node));
-    }
-  }
-
   void RecordFlink(const std::string& flink_cluster, const flink::FlinkSnapshot& snapshot,
                    double now) {
     FlinkClusterState& cluster = flink[flink_cluster];
@@ -497,38 +466,16 @@ struct Analyzer::State {
       if (!history.missing_since) history.missing_since = now;
       history.latest = nullptr;
     }
-    // A job replaced by a running one of the same name (a redeploy, an upgrade from a savepoint,
-    // a rescale) hands its group and its pairs' verdicts and histories to its successor, so the
-    // pair is judged on from where it was instead of going blank until the new job's sources
-    // report (seen: 9-11 s on real Flink).
-    std::map<std::string, std::string> running_by_name;  // name -> id, unique names only
-    for (const flink::FlinkJob& job : snapshot.jobs) {
-      if (job.overview.state != "RUNNING") continue;
-      const auto [entry, inserted] =
-          running_by_name.try_emplace(job.overview.name, job.overview.id);
-      if (!inserted) entry->second.clear();  // two running jobs share the name: no successor
-    }
-    const auto hand_over = [&](const std::string& job_id, const JobHistory& history) {
-      const auto successor_id = running_by_name.find(history.name);
-      if (successor_id == running_by_name.end() || successor_id->second.empty()) return;
-      HandOver(job_id, history, successor_id->second);
-    };
     std::erase_if(jobs, [&](const auto& entry) {
       const JobHistory& history = entry.second;
-      if (history.flink_cluster != flink_cluster || !history.missing_since) return false;
-      if (running_names.contains(history.name)) {
-        hand_over(entry.first, history);
-        return true;
-      }
-      return now - *history.missing_since > forget_after;
+      return history.flink_cluster == flink_cluster && history.missing_since &&
+             (running_names.contains(history.name) || now - *history.missing_since > forget_after);
     });
     // A job in CANCELLING next to its running successor of the same name is handed over.
     std::erase_if(jobs, [&](const auto& entry) {
       const JobHistory& history = entry.second;
-      const bool replaced = history.flink_cluster == flink_cluster && Stopping(history.state) &&
-                            running_names.contains(history.name);
-      if (replaced) hand_over(entry.first, history);
-      return replaced;
+      return history.flink_cluster == flink_cluster && Stopping(history.state) &&
+             running_names.contains(history.name);
     });
     std::erase_if(associations_by_name, [&](const auto& entry) {
       return std::get<0>(entry.first) == flink_cluster &&

@@ -50,7 +50,6 @@ class World {
   double job_start = 1'000'000 - 600;  // unix seconds
   bool flink_up = true;                // false: the Flink poll fails
   bool reader_reports = true;          // false: the source exists but reports no partitions yet
-  bool sources_listed = true;          // false: the job runs, its source vertex not served yet
 
   double now = 1'000'000;
   double poll_seconds = 1;  // between polls (Flink and Kafka are polled together)
@@ -94,7 +93,7 @@ class World {
         if (reader_reports) reader.partitions[{"orders", 0}] = {job_current, committed_gauge};
         reader.commits_succeeded = commits_succeeded;
         reader.commits_failed = commits_failed;
-        if (sources_listed) job.sources.push_back(reader);
+        job.sources.push_back(reader);
       }
       if (job_present) flink_->jobs.push_back(job);
     }
@@ -644,34 +643,4 @@ TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flin
       CHECK(groups_paired == std::set<std::string>{"enrich"});
     }
   }
-}
-
-TEST_CASE("routine: a redeployed job takes over its predecessor's verdict at once") {
-  // Real Flink serves a new job's source vertex and reader metrics seconds after it runs; the
-  // pair must not go blank meanwhile, nor show the old job beside the new one.
-  World world = HealthyJob();
-  world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
-  world.job_present = false;  // cancelled; resubmitted 5 s later
-  world.Run(5, "enrich", "job-1", [&](int) { world.log_end += 50; });
-  world.job_present = true;
-  world.job_id = "job-2";
-  world.job_start = world.now;
-  world.sources_listed = false;
-  std::vector<std::string> timeline;
-  for (int second = 0; second < 30; ++second) {
-    if (second == 10) world.sources_listed = true;
-    JobStep(world, second, 100);
-    const auto findings = world.Poll();
-    const auto successor = World::CauseOf(*findings, "enrich", "job-2");
-    timeline.push_back(successor ? analysis::CauseName(*successor) : "-");
-    CHECK_FALSE(World::CauseOf(*findings, "enrich", "job-1"));
-    const auto* finding = World::FindingOf(*findings, "enrich", "job-2");
-    if (finding != nullptr) CHECK(finding->job_name == "enrich");
-  }
-  INFO("job-2 per second: " << [&] {
-    std::string all;
-    for (const auto& cause : timeline) all += cause + " ";
-    return all;
-  }());
-  CHECK(std::count(timeline.begin(), timeline.end(), "healthy") == 30);
 }
