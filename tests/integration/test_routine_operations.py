@@ -399,7 +399,7 @@ def op_quiet_topic(env: Env, op: Operation) -> None:
     second = spec_for(env, f"{op.key}-b", [topic], start="earliest")
     jid = env.submit(first)
     other = env.submit(second)
-    wait_until(lambda: source_counters(env.flink, other)["commitsSucceeded"] >= 2,
+    wait_until(lambda: env.flink.source_commit_counters(other)["commitsSucceeded"] >= 2,
                BASELINE_TIMEOUT, "the second job to commit twice")
     op.watch = JobWatch(env.lagsight, second.name)
     second_watch = JobWatch(env.lagsight, first.name)
