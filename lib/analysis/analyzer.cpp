@@ -55,7 +55,8 @@ struct GroupHistory {
   std::map<kafka::TopicPartition, std::int64_t> committed;
   std::map<kafka::TopicPartition, Standing> committed_standing;
   // Offsets the group held before its current ones, with when it moved on from each; kept a few
-  // metric refreshes, on topics Flink jobs read, to match a job's late committedOffset gauge.
+  // metric refreshes (groups without members, topics Flink jobs read) to match a job's late
+  // committedOffset gauge.
   std::map<kafka::TopicPartition, std::vector<Standing>> committed_earlier;
   double first_seen = 0;
   double last_commit = 0;             // last time lagsight saw the offsets change (or first_seen)
@@ -236,7 +237,7 @@ struct Analyzer::State {
         }
       }
       if (known && (advanced || regressed)) history.last_commit = now;
-      RememberEarlierCommits(history, group.committed, now);
+      RememberEarlierCommits(history, group, now);
       if (known && advanced && !regressed && !history.samples.empty()) {
         history.commits.push_back({now, history.samples.back().lag_sum, sample.lag_sum});
         if (history.commits.size() > kCommitEventsKept)
@@ -273,14 +274,18 @@ struct Analyzer::State {
     return false;
   }
 
-  void RememberEarlierCommits(GroupHistory& history,
-                              const std::map<kafka::TopicPartition, std::int64_t>& committed,
+  // Kept for groups without members (a Flink source never joins its group: a new job's group
+  // qualifies before its reader reports the topic, which takes a metric refresh) and on topics
+  // Flink jobs read; a plain consumer group on other topics is never a Flink job's.
+  void RememberEarlierCommits(GroupHistory& history, const kafka::ConsumerGroup& group,
                               double now) const {
+    const std::map<kafka::TopicPartition, std::int64_t>& committed = group.committed;
     const double kept_since = now - EarlierCommitsKeptFor();
+    const bool memberless = group.members.value_or(0) == 0;
     for (const auto& [tp, offset] : committed) {
       const auto before = history.committed.find(tp);
       if (before == history.committed.end() || before->second == offset) continue;
-      if (!ReadByFlink(tp.topic)) continue;
+      if (!memberless && !ReadByFlink(tp.topic)) continue;
       std::vector<Standing>& earlier = history.committed_earlier[tp];
       earlier.push_back({before->second, now});
       if (earlier.size() > kEarlierCommitsKept) earlier.erase(earlier.begin());

@@ -644,3 +644,32 @@ TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flin
     }
   }
 }
+
+TEST_CASE("a new job is paired at its reader's first report, not a metric refresh later") {
+  // Until the JobManager's first metric refresh the reader reports no partitions, so lagsight
+  // does not know the job's topic yet; the group's earlier offsets must be known anyway.
+  World world;
+  world.with_job = true;
+  world.fetch_interval_ms = 10'000;
+  world.interval_ms = 1'000;
+  world.reader_reports = false;
+  world.committed["enrich"] = 1000;
+  const double t0 = world.now;
+  std::optional<int> paired_at;
+  for (int second = 1; second <= 30 && !paired_at; ++second) {
+    world.log_end += 100;
+    world.committed["enrich"] = world.log_end - 30;  // a checkpoint commits every second
+    world.completed++;
+    world.commits_succeeded++;
+    world.latest_completed_ms = static_cast<std::int64_t>((t0 + second) * 1000);
+    if (second % 10 == 7) {  // first served at 7 s (the next at 17 s), taken 3 s before
+      world.reader_reports = true;
+      world.job_current = world.log_end - 300 - 20;
+      world.job_committed = world.log_end - 300 - 30;
+    }
+    const auto findings = world.Poll();
+    if (World::FindingOf(*findings, "enrich", "job-1") != nullptr) paired_at = second;
+  }
+  REQUIRE(paired_at);
+  CHECK(*paired_at <= 10);
+}
