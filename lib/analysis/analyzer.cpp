@@ -86,6 +86,12 @@ struct SourceSample {
   bool committed_known = false;  // the reader reported a committedOffset on some partition
 };
 
+// A source's Flink-side lag summed over its partitions, for its catch-up time.
+struct BacklogSample {
+  double time = 0;
+  std::int64_t records = 0;
+};
+
 struct Association {
   std::string kafka_cluster;
   std::string group;
@@ -97,8 +103,9 @@ struct JobHistory {
   std::string name;
   std::string state;
   ThinningSeries<JobSample> samples;
-  std::map<std::string, ThinningSeries<SourceSample>> sources;  // by source label
-  std::map<std::string, Association> associations;              // sticky, by source label
+  std::map<std::string, ThinningSeries<SourceSample>> sources;    // by source label
+  std::map<std::string, Association> associations;                // sticky, by source label
+  std::map<std::string, ThinningSeries<BacklogSample>> backlogs;  // by source label
   const flink::FlinkJob* latest = nullptr;  // valid while its Flink snapshot is the current one
   double running_since = 0;                 // when lagsight last saw it (re)start running
   std::optional<double> not_running_since;  // present, in a state other than RUNNING
@@ -341,9 +348,9 @@ struct Analyzer::State {
               position < *log->second.log_start) {
             position = *log->second.log_start;
           }
-          std::optional<std::int64_t> timestamp;
-          if (const auto fetched = snapshot.record_timestamps_ms.find({tp, position});
-              fetched != snapshot.record_timestamps_ms.end()) {
+          std::optional<kafka::RecordTimestamp> timestamp;
+          if (const auto fetched = snapshot.record_timestamps.find({tp, position});
+              fetched != snapshot.record_timestamps.end()) {
             timestamp = fetched->second;
           }
           const auto log_history = cluster.log_ends.find(tp);
@@ -366,6 +373,8 @@ struct Analyzer::State {
             *snapshot.offsets_retention_seconds - (now - group.last_commit_time);
       }
       group.sawtooth = DetectSawtooth(h.commits, now);
+      group.catch_up_seconds = CatchUpSeconds(
+          h.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window());
       findings.groups.push_back(std::move(group));
     }
     return findings;
@@ -609,7 +618,9 @@ struct Analyzer::State {
         join.candidate_groups.clear();
       }
       AlignFlinkLag(join, job, state, sources);
-      SourceFindings source{join.job_id, join.job_name, join.source, {}, mode};
+      SourceFindings source{join.job_id, join.job_name,
+                            join.source, {},
+                            mode,        CatchUpTime(job.backlogs[join.source], join, now)};
       if (series != job.sources.end() && !series->second.empty()) {
         const double failed = IncreaseOverWindow(
             series->second, [](const SourceSample& s) { return s.failed; }, now, window());
@@ -620,6 +631,21 @@ struct Analyzer::State {
       findings.sources.push_back(std::move(source));
     }
     state.findings = std::move(findings);
+  }
+
+  // When the source's Flink-side backlog reaches 0 at its pace over the window; none while a
+  // partition's lag is unknown (the sum would jump when it becomes known).
+  std::optional<double> CatchUpTime(ThinningSeries<BacklogSample>& backlog,
+                                    const FlinkSourceJoin& join, double now) const {
+    std::int64_t records = 0;
+    for (const FlinkPartitionJoin& partition : join.partitions) {
+      if (!partition.flink_lag) return std::nullopt;
+      records += *partition.flink_lag;
+    }
+    if (join.partitions.empty()) return std::nullopt;
+    backlog.Add({now, records});
+    return CatchUpSeconds(
+        backlog, [](const BacklogSample& s) { return s.records; }, now, window());
   }
 
   // The Flink-side lag against the log end as it was when the job's position was taken. The
@@ -636,6 +662,7 @@ struct Analyzer::State {
     const auto cluster = kafka.find(join.kafka_cluster);
     if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
     const double refreshed = state.polled_at - state.metrics_fetch_interval;
+    const kafka::KafkaSnapshot* snapshot = sources.kafka.at(join.kafka_cluster).snapshot;
     std::map<std::string, FlinkTopicJoin> topics;
     for (FlinkPartitionJoin& partition : join.partitions) {
       FlinkTopicJoin& topic = topics[partition.topic];
@@ -650,11 +677,26 @@ struct Analyzer::State {
           taken = std::max(taken, seen->second.second);
         }
         if (const auto log_end = LogEndAt(history->second, taken)) {
-          partition.flink_lag = std::max<std::int64_t>(
-              0, static_cast<std::int64_t>(std::floor(*log_end)) - (*partition.current + 1));
+          const std::int64_t position = *partition.current + 1;
+          partition.flink_lag =
+              std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(*log_end)) - position);
+          // As of the same time: measured at `now`, the age would climb between two refreshes
+          // of a steady job and drop at each (a sawtooth of lagsight's own making).
+          std::optional<kafka::RecordTimestamp> record;
+          if (snapshot != nullptr) {
+            const auto fetched = snapshot->record_timestamps.find(
+                {{partition.topic, partition.partition}, position});
+            if (fetched != snapshot->record_timestamps.end()) record = fetched->second;
+          }
+          partition.lag_seconds =
+              ComputeLagSeconds(position, *partition.flink_lag, record, history->second, taken);
         }
       }
       topic.flink_lag_sum += partition.flink_lag.value_or(0);
+      if (partition.lag_seconds) {
+        topic.max_lag_seconds =
+            std::max(topic.max_lag_seconds.value_or(0), partition.lag_seconds->seconds);
+      }
     }
     join.topics.clear();
     for (auto& [name, topic] : topics) join.topics.push_back(std::move(topic));
@@ -739,8 +781,20 @@ struct Analyzer::State {
       std::vector<kafka::TopicPartition> stuck;
       const PairFacts facts =
           RunningPairFacts(cluster, snapshot, index, key, inputs, job, readers, pair, now, stuck);
-      emit(key, Decide(key, inputs.job_name, PairEvidenceFrom(facts, config), PairPrecedence(), now,
-                       PairHistory(pair), facts, index, job, std::move(stuck)));
+      std::optional<DiagnosisFinding> finding =
+          Decide(key, inputs.job_name, PairEvidenceFrom(facts, config), PairPrecedence(), now,
+                 PairHistory(pair), facts, index, job, std::move(stuck));
+      if (finding) {
+        for (const FlinkSourceJoin* join : inputs.joins) {
+          for (const FlinkTopicJoin& topic : join->topics) {
+            if (!topic.max_lag_seconds) continue;
+            finding->flink_max_lag_seconds =
+                std::max(finding->flink_max_lag_seconds.value_or(0), *topic.max_lag_seconds);
+          }
+        }
+        pair.last = finding;
+      }
+      emit(key, std::move(finding));
     }
     // Jobs without joins here: not running, missing, stopping, or their Flink cluster is down.
     for (auto& [job_id, job] : jobs) {
@@ -812,6 +866,7 @@ struct Analyzer::State {
                    std::move(points), facts.stuck);
       if (finding) {
         finding->kafka_lag = history->second.samples.back().lag_sum;
+        finding->catch_up_seconds = group.catch_up_seconds;
         AddMaxLagSeconds(index, *finding);
         pair.last = finding;
       }
@@ -895,6 +950,9 @@ struct Analyzer::State {
       if (!pair.samples.empty()) {
         finding->flink_lag = pair.samples.back().flink_lag;
         if (!std::get<1>(key).empty()) finding->kafka_lag = pair.samples.back().kafka_lag;
+        // The job's own backlog decides when it is caught up (its group's lag only follows it).
+        finding->catch_up_seconds = CatchUpSeconds(
+            pair.samples, [](const PairSample& s) { return s.flink_lag; }, now, window());
       }
     } else if (!std::get<1>(key).empty() && facts.lifecycle == JobLifecycle::kGone) {
       finding->kafka_lag = static_cast<std::int64_t>(facts.kafka_lag);

@@ -53,6 +53,9 @@ struct GroupFindings {
   double last_commit_time = 0;  // unix seconds; see README "How the last commit is known"
   std::optional<double> offsets_expiry_seconds;  // groups without members, retention known
   Sawtooth sawtooth;
+  // Seconds until the group's lag reaches 0 at the pace it shrank over the diagnosis window
+  // (+Inf: not shrinking; none: too little history). See CatchUpSeconds.
+  std::optional<double> catch_up_seconds;
 };
 
 struct KafkaFindings {
@@ -69,6 +72,8 @@ struct SourceFindings {
   // commits on checkpoints), "none" (checkpoints complete and it never commits: no group.id, or
   // commits switched off) or "unknown" (too early to say).
   std::string commit_mode = "unknown";
+  // Seconds until the source's Flink-side lag reaches 0 at the pace it shrank over the window.
+  std::optional<double> catch_up_seconds;
 };
 
 struct FlinkFindings {
@@ -95,7 +100,11 @@ struct DiagnosisFinding {
   // What the status page shows next to the cause.
   std::optional<std::int64_t> kafka_lag;  // group lag on the pair's topics (records)
   std::optional<std::int64_t> flink_lag;
-  std::optional<double> max_lag_seconds;         // Kafka side
+  std::optional<double> max_lag_seconds;        // Kafka side
+  std::optional<double> flink_max_lag_seconds;  // the job's own, over the pair's topics
+  // When the backlog reaches 0 at its pace over the window: the job's own (Flink side) for a
+  // pair with a running job, else the group's; +Inf while it is not shrinking.
+  std::optional<double> catch_up_seconds;
   std::optional<double> checkpoint_age_seconds;  // pairs with checkpointing
   std::optional<double> checkpoint_interval_seconds;
   std::vector<LagPoint> history;  // oldest first, at most the analyzer's series capacity

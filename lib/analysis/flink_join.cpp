@@ -166,7 +166,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       std::map<std::string, FlinkTopicJoin> topics;
       for (const auto& [tp, offsets] : resolved) {
         FlinkPartitionJoin partition{
-            tp.topic, tp.partition, offsets.current, offsets.committed, {}, {}, {}};
+            tp.topic, tp.partition, offsets.current, offsets.committed, {}, {}, {}, {}};
         if (snapshot != nullptr) {
           const auto log = snapshot->partitions.find(tp);
           if (log != snapshot->partitions.end()) partition.log_end = log->second.log_end;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/lag_seconds.h"
 #include "config/config.h"
 #include "flink/snapshot.h"
 #include "kafka/snapshot.h"
@@ -30,12 +31,16 @@ struct FlinkPartitionJoin {
   std::optional<std::int64_t> log_end;
   std::optional<std::int64_t> flink_lag;
   std::optional<std::int64_t> checkpoint_gap;
+  // Age of the job's next record (at currentOffset + 1) as of when Flink took the position; set
+  // by the analyzer, which holds the log-end history (see Analyzer, AlignFlinkLag).
+  std::optional<LagSeconds> lag_seconds;
 };
 
 struct FlinkTopicJoin {
   std::string topic;
   std::int64_t flink_lag_sum = 0;
   std::int64_t checkpoint_gap_sum = 0;
+  std::optional<double> max_lag_seconds;  // over the partitions that have lag_seconds
 };
 
 struct UnresolvedTopic {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include "analysis/diagnosis.h"
@@ -86,6 +87,44 @@ double IncreaseOverWindow(const ThinningSeries<Sample>& series, Value value, dou
     previous = &sample;
   }
   return increase;
+}
+
+// How long a backlog takes to reach 0 at the pace it shrank over the window (least-squares slope
+// of `value` over the samples in the window): 0 when the latest value is 0, +Inf when it is not
+// shrinking (level or growing), none when the history is too short to tell (fewer than 3
+// samples in the window, or spanning less than kCatchUpMinimumSpan of it).
+inline constexpr double kCatchUpMinimumSpanSeconds = 30;
+inline constexpr double kCatchUpMinimumSpanShare = 0.5;
+
+template <typename Sample, typename Value>
+std::optional<double> CatchUpSeconds(const ThinningSeries<Sample>& series, Value value, double now,
+                                     double window) {
+  if (series.empty()) return std::nullopt;
+  const double latest = static_cast<double>(value(series.back()));
+  if (latest <= 0) return 0.0;
+  double n = 0, sum_t = 0, sum_v = 0, sum_tt = 0, sum_tv = 0;
+  double first = 0;
+  for (const Sample& sample : series.samples()) {
+    if (sample.time < now - window) continue;
+    if (n == 0) first = sample.time;
+    // Times relative to the first sample keep the sums well conditioned.
+    const double t = sample.time - first;
+    const double v = static_cast<double>(value(sample));
+    n += 1;
+    sum_t += t;
+    sum_v += v;
+    sum_tt += t * t;
+    sum_tv += t * v;
+  }
+  const double span = series.back().time - first;
+  if (n < 3 || span < std::min(kCatchUpMinimumSpanSeconds, kCatchUpMinimumSpanShare * window)) {
+    return std::nullopt;
+  }
+  const double denominator = n * sum_tt - sum_t * sum_t;
+  if (denominator <= 0) return std::nullopt;
+  const double slope = (n * sum_tv - sum_t * sum_v) / denominator;  // records per second
+  if (slope >= 0) return std::numeric_limits<double>::infinity();
+  return latest / -slope;
 }
 
 // The log end at `time`, interpolated between the samples around it; the oldest (newest) one

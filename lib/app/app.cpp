@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -368,10 +369,10 @@ class Daemon {
     // Only a weak reference while queued: a reload storm must not keep every replaced client
     // (threads, sockets) alive until its turn comes, just to poll a cluster no one reads.
     asio::post(workers_, [this, source, weak_collector = std::weak_ptr(source->collector), started,
-                          flink_topics = FlinkTopics(), previous = source->snapshot] {
+                          flink_reads = FlinkReads(), previous = source->snapshot] {
       const auto collector = weak_collector.lock();
       if (!collector) return;  // replaced by a reload before its turn
-      auto polled = collector->Poll(flink_topics);
+      auto polled = collector->Poll(flink_reads);
       std::shared_ptr<const kafka::KafkaSnapshot> snapshot;
       std::shared_ptr<const std::vector<analysis::GroupLag>> lags;
       std::vector<analysis::OffsetRegression> regressions;
@@ -450,18 +451,24 @@ class Daemon {
     return view;
   }
 
-  // Topics the Flink jobs read, as their metric ids name them.
-  std::set<std::string> FlinkTopics() const {
-    std::set<std::string> topics;
+  // What the Flink jobs read, as their metric ids name it. Every Flink cluster's: a mapping may
+  // send one job to another Kafka cluster than its Flink cluster's.
+  kafka::FlinkReads FlinkReads() const {
+    kafka::FlinkReads reads;
     for (const auto& [name, source] : flink_sources_) {
       if (!source->snapshot) continue;
       for (const flink::FlinkJob& job : source->snapshot->jobs) {
         for (const flink::SourceReader& reader : job.sources) {
-          for (const auto& [tp, offsets] : reader.partitions) topics.insert(tp.escaped_topic);
+          for (const auto& [tp, offsets] : reader.partitions) {
+            reads.escaped_topics.insert(tp.escaped_topic);
+            if (offsets.current && *offsets.current < std::numeric_limits<std::int64_t>::max()) {
+              reads.positions.emplace(tp.escaped_topic, tp.partition, *offsets.current + 1);
+            }
+          }
         }
       }
     }
-    return topics;
+    return reads;
   }
 
   void StartFlinkPoll(const std::shared_ptr<FlinkSource>& source) {

@@ -385,10 +385,11 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         max(reader.records_lag_max, *value);
         break;
       case Kind::kEmitEventTimeLag:
-        max(reader.emit_event_time_lag_ms, *value);
+        // -1 until the subtask emitted its first record: unset, not "1 ms ahead".
+        if (*value >= 0) max(reader.emit_event_time_lag_ms, *value);
         break;
       case Kind::kWatermarkLag:
-        max(reader.watermark_lag_ms, *value);
+        if (*value >= 0) max(reader.watermark_lag_ms, *value);
         break;
       case Kind::kBusyTime:
         max(reader.busy_ms_per_second, *value);

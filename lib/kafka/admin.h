@@ -48,9 +48,9 @@ struct ListedOffsets {
 };
 
 struct FetchedTimestamps {
-  std::map<RecordKey, std::int64_t> timestamps_ms;
+  std::map<RecordKey, RecordTimestamp> timestamps;
   // Positions that could not be read, and why. A position with no record up to the log end
-  // (only transaction markers there) is neither here nor in timestamps_ms.
+  // (only transaction markers there) is neither here nor in timestamps.
   std::vector<std::string> errors;
 };
 

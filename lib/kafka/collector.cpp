@@ -111,6 +111,32 @@ std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot&
   return positions;
 }
 
+// The lagging positions of the Flink readers, on the real topics their escaped names stand for,
+// added to `positions` with their lag (a position two real topics fit is read on both: the join
+// decides later which is the job's, and reports the ambiguity).
+void AddFlinkPositions(const FlinkReads& reads, const KafkaSnapshot& snapshot,
+                       std::map<RecordKey, std::int64_t>& positions) {
+  if (reads.positions.empty()) return;
+  std::map<std::string, std::vector<std::string>> real_topics;
+  for (const auto& [topic, count] : snapshot.topic_partitions) {
+    const std::string escaped = flink::MetricTopicName(topic);
+    if (reads.escaped_topics.contains(escaped)) real_topics[escaped].push_back(topic);
+  }
+  for (const auto& [escaped, partition, position] : reads.positions) {
+    const auto topics = real_topics.find(escaped);
+    if (topics == real_topics.end()) continue;
+    for (const std::string& topic : topics->second) {
+      const auto offsets = snapshot.partitions.find({topic, partition});
+      if (offsets == snapshot.partitions.end() || !offsets->second.log_end) continue;
+      if (position < offsets->second.log_start.value_or(0)) continue;  // deleted: nothing to date
+      const std::int64_t lag = *offsets->second.log_end - position;
+      if (lag <= 0) continue;
+      std::int64_t& largest = positions[RecordKey{{topic, partition}, position}];
+      largest = std::max(largest, lag);
+    }
+  }
+}
+
 // Kafka drops a topic the principal may not Describe from metadata and, silently, from a group's
 // committed offsets: its lag would be a hole nobody sees. Members' assignments still name it, so
 // for groups with members the hole is reported; for member-less (simple) groups nothing tells.
@@ -133,7 +159,7 @@ void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descripti
 Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin)
     : cluster_(std::move(cluster)), admin_(std::move(admin)) {}
 
-Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics) {
+Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
   KafkaSnapshot snapshot;
 
@@ -203,7 +229,7 @@ Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics)
   for (const auto& [topic, count] : *counts) {
     if (!cluster_.topics.Accepts(topic)) continue;
     snapshot.all_topics.push_back(topic);
-    if (flink_topics.contains(flink::MetricTopicName(topic))) topics.insert(topic);
+    if (flink_reads.escaped_topics.contains(flink::MetricTopicName(topic))) topics.insert(topic);
   }
   if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) {
     return *failed;
@@ -214,7 +240,12 @@ Result<KafkaSnapshot> Collector::Poll(const std::set<std::string>& flink_topics)
   ReadRetention(deadline.NextRequest(), snapshot);
   // Lag in seconds is a refinement: it may take at most half of what is left of the poll, so a
   // slow fetch never makes the poll itself overrun.
-  ReadRecordTimestamps(cluster_.request_timeout, deadline.Left() / 2, snapshot);
+  std::map<RecordKey, std::int64_t> wanted;
+  if (cluster_.lag_seconds_fetch_budget > 0) {
+    wanted = OldestUnconsumedPositions(snapshot);
+    AddFlinkPositions(flink_reads, snapshot, wanted);
+  }
+  ReadRecordTimestamps(wanted, cluster_.request_timeout, deadline.Left() / 2, snapshot);
   if (deadline.Expired()) {
     return Error{"the poll took longer than poll_timeout (" +
                  std::to_string(cluster_.poll_timeout.count()) + "ms)"};
@@ -270,11 +301,9 @@ void Collector::ReadRetention(milliseconds timeout, KafkaSnapshot& snapshot) {
   snapshot.offsets_retention_seconds = retention_seconds_;
 }
 
-void Collector::ReadRecordTimestamps(milliseconds request_timeout, milliseconds total_timeout,
+void Collector::ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wanted,
+                                     milliseconds request_timeout, milliseconds total_timeout,
                                      KafkaSnapshot& snapshot) {
-  const std::map<RecordKey, std::int64_t> wanted = cluster_.lag_seconds_fetch_budget > 0
-                                                       ? OldestUnconsumedPositions(snapshot)
-                                                       : std::map<RecordKey, std::int64_t>{};
   // Entries no group waits at any more are dropped: the cache never outgrows one poll's wants.
   std::erase_if(timestamp_cache_, [&](const auto& entry) { return !wanted.contains(entry.first); });
 
@@ -296,7 +325,7 @@ void Collector::ReadRecordTimestamps(milliseconds request_timeout, milliseconds 
     auto fetched = admin_->RecordTimestamps(positions, std::min(request_timeout, total_timeout),
                                             total_timeout);
     if (fetched) {
-      for (const auto& [key, timestamp] : fetched->timestamps_ms) {
+      for (const auto& [key, timestamp] : fetched->timestamps) {
         if (wanted.contains(key)) timestamp_cache_[key] = timestamp;
       }
       for (const std::string& error : fetched->errors) {
@@ -306,7 +335,7 @@ void Collector::ReadRecordTimestamps(milliseconds request_timeout, milliseconds 
       snapshot.partial_errors.push_back("reading record timestamps: " + fetched.error().message);
     }
   }
-  snapshot.record_timestamps_ms = timestamp_cache_;
+  snapshot.record_timestamps = timestamp_cache_;
   snapshot.record_timestamp_fetches_total = timestamp_fetches_total_;
   snapshot.record_timestamp_cache_entries = timestamp_cache_.size();
 }

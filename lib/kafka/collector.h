@@ -8,8 +8,9 @@
 //
 // A poll also reads what the derived signals need: the cluster id seen through each bootstrap
 // address, the broker's offsets.retention.minutes (re-read every few minutes), and the timestamp
-// of each lagging group's oldest unconsumed record. Those timestamps are cached by position and
-// fetched within a per-poll budget, largest lag first; none of this can fail the poll.
+// of each lagging group's oldest unconsumed record and of the next record of each lagging Flink
+// reader. Those timestamps are cached by position and fetched within a per-poll budget, largest
+// lag first; none of this can fail the poll.
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "config/config.h"
 #include "kafka/admin.h"
@@ -25,16 +27,23 @@
 
 namespace lagsight::kafka {
 
+// What the Flink jobs read, named as Flink's metric ids name it (a topic's dots as '_'). The
+// log offsets of every real topic with such a name are read, so Flink-side lag is known even for
+// a job that commits nothing; and the timestamp of the record at each lagging position, for the
+// job's own lag in seconds.
+struct FlinkReads {
+  std::set<std::string> escaped_topics;
+  // (escaped topic, partition, the job's next offset: currentOffset + 1)
+  std::set<std::tuple<std::string, std::int32_t, std::int64_t>> positions;
+};
+
 class Collector {
  public:
   Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin);
 
   // Fails as a whole when the cluster cannot be listed or its metadata read; failures of single
   // groups or partitions are recorded in KafkaSnapshot::partial_errors instead.
-  // `flink_topics` are topics as Flink's metric ids name them (dots as '_'): the log offsets of
-  // every real topic with that escaped name are read too, so Flink-side lag is known even for a
-  // job that commits nothing.
-  Result<KafkaSnapshot> Poll(const std::set<std::string>& flink_topics = {});
+  Result<KafkaSnapshot> Poll(const FlinkReads& flink_reads = {});
 
   const config::KafkaClusterConfig& cluster() const { return cluster_; }
 
@@ -45,7 +54,8 @@ class Collector {
   void ReadBootstraps(const std::map<std::string, std::int32_t>& all_counts,
                       std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
   void ReadRetention(std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
-  void ReadRecordTimestamps(std::chrono::milliseconds request_timeout,
+  void ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wanted,
+                            std::chrono::milliseconds request_timeout,
                             std::chrono::milliseconds total_timeout, KafkaSnapshot& snapshot);
 
   config::KafkaClusterConfig cluster_;
@@ -55,7 +65,7 @@ class Collector {
   std::optional<std::chrono::steady_clock::time_point> retention_read_at_;
   // Timestamp of the first record at or after a position; such a record never changes, so an
   // entry stays valid for as long as some group still waits at that position.
-  std::map<RecordKey, std::int64_t> timestamp_cache_;
+  std::map<RecordKey, RecordTimestamp> timestamp_cache_;
   std::uint64_t timestamp_fetches_total_ = 0;
 };
 

@@ -341,8 +341,8 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
       description.members =
           static_cast<int>(rd_kafka_ConsumerGroupDescription_member_count(described[i]));
       for (int m = 0; m < description.members; ++m) {
-        const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(
-            described[i], static_cast<std::size_t>(m));
+        const rd_kafka_MemberDescription_t* member =
+            rd_kafka_ConsumerGroupDescription_member(described[i], static_cast<std::size_t>(m));
         const rd_kafka_MemberAssignment_t* assignment =
             member == nullptr ? nullptr : rd_kafka_MemberDescription_assignment(member);
         const rd_kafka_topic_partition_list_t* partitions =
@@ -639,7 +639,7 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
         if (timestamp < 0) {
           answer.errors.push_back(describe(tp, offset) + ": the record has no timestamp");
         } else {
-          answer.timestamps_ms[{tp, offset}] = timestamp;
+          answer.timestamps[{tp, offset}] = {timestamp, type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME};
         }
       }
       finish(tp);

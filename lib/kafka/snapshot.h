@@ -69,6 +69,14 @@ struct RecordKey {
   friend auto operator<=>(const RecordKey&, const RecordKey&) = default;
 };
 
+// The timestamp of a record lagsight read, and which clock set it.
+struct RecordTimestamp {
+  std::int64_t ms = 0;           // since the epoch
+  bool log_append_time = false;  // the broker's (LogAppendTime), else the producer's (CreateTime)
+
+  friend bool operator==(const RecordTimestamp&, const RecordTimestamp&) = default;
+};
+
 struct PartitionOffsets {
   std::optional<std::int64_t> log_start;  // earliest offset still in the log
   std::optional<std::int64_t> log_end;    // high watermark: offset of the next record written
@@ -94,10 +102,11 @@ struct KafkaSnapshot {
   // One per configured bootstrap address, in config order; with a single address, the main
   // client's answer.
   std::vector<BootstrapIdentity> bootstraps;
-  // Timestamp (ms since the epoch) of the oldest unconsumed record of group partitions with
-  // lag: keyed by the committed offset, or the log start when that is above the commit. Within
-  // the fetch budget only: a position that was not fetched (or failed) is absent.
-  std::map<RecordKey, std::int64_t> record_timestamps_ms;
+  // Timestamp of the oldest unconsumed record of group partitions with lag (keyed by the
+  // committed offset, or the log start when that is above the commit) and of the next record of
+  // each lagging Flink reader position it was told of. Within the fetch budget only: a position
+  // that was not fetched (or failed) is absent.
+  std::map<RecordKey, RecordTimestamp> record_timestamps;
   // The collector's record-timestamp bookkeeping, kept across polls.
   std::uint64_t record_timestamp_fetches_total = 0;  // records fetched since the collector began
   std::size_t record_timestamp_cache_entries = 0;

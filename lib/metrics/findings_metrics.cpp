@@ -10,11 +10,22 @@ using prometheus::MetricType;
 constexpr MetricDef kLagSeconds{
     "lagsight_kafka_group_lag_seconds",
     "Age of the oldest record the group has not consumed; method says how it was measured "
-    "(record_timestamp, interpolated, lower_bound, caught_up).",
+    "(record_timestamp, interpolated, lower_bound, caught_up, or interpolated/lower_bound with "
+    "_implausible_timestamp: the record's CreateTime was not believable).",
     MetricType::Gauge};
 constexpr MetricDef kMaxLagSeconds{"lagsight_kafka_group_max_lag_seconds",
                                    "The largest lag in seconds over the group's partitions.",
                                    MetricType::Gauge};
+constexpr MetricDef kGroupCatchUp{
+    "lagsight_kafka_group_catch_up_seconds",
+    "Seconds until the group's lag reaches 0 at the pace it shrank over the diagnosis window; "
+    "+Inf while it is not shrinking, 0 when there is none.",
+    MetricType::Gauge};
+constexpr MetricDef kSourceCatchUp{
+    "lagsight_flink_source_catch_up_seconds",
+    "Seconds until the source's Flink-side lag reaches 0 at the pace it shrank over the "
+    "diagnosis window; +Inf while it is not shrinking, 0 when there is none.",
+    MetricType::Gauge};
 constexpr MetricDef kLastCommit{
     "lagsight_kafka_group_last_commit_timestamp_seconds",
     "Unix time lagsight last saw the group commit (its offsets changed, its Flink job committed "
@@ -79,6 +90,7 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
                     partition.value.seconds);
       }
       if (group.max_lag_seconds) builder.Add(kMaxLagSeconds, group_labels, *group.max_lag_seconds);
+      if (group.catch_up_seconds) builder.Add(kGroupCatchUp, group_labels, *group.catch_up_seconds);
       builder.Add(kLastCommit, group_labels, group.last_commit_time);
       if (group.offsets_expiry_seconds) {
         builder.Add(kExpiry, group_labels, *group.offsets_expiry_seconds);
@@ -101,6 +113,7 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
       if (source.commit_failure_ratio) {
         builder.Add(kCommitFailureRatio, labels, *source.commit_failure_ratio);
       }
+      if (source.catch_up_seconds) builder.Add(kSourceCatchUp, labels, *source.catch_up_seconds);
       labels.emplace_back("mode", source.commit_mode);
       builder.Add(kCommitMode, labels, 1);
     }

@@ -97,6 +97,14 @@ constexpr MetricDef kIdle{"lagsight_flink_source_idle_ratio",
                           "idleTimeMsPerSecond / 1000, max over subtasks.", MetricType::Gauge};
 constexpr MetricDef kFlinkLag{"lagsight_flink_lag_records",
                               "Flink-side lag: log end - (currentOffset + 1).", MetricType::Gauge};
+constexpr MetricDef kFlinkLagSeconds{
+    "lagsight_flink_lag_seconds",
+    "Flink-side lag in seconds: age of the job's next record (at currentOffset + 1) as of when "
+    "Flink took the position; method says how it was measured.",
+    MetricType::Gauge};
+constexpr MetricDef kTopicFlinkLagSeconds{
+    "lagsight_flink_topic_max_lag_seconds",
+    "The largest Flink-side lag in seconds over the topic's partitions.", MetricType::Gauge};
 constexpr MetricDef kGap{
     "lagsight_flink_checkpoint_gap_records",
     "Records read but not yet committed: (currentOffset + 1) - committedOffset.",
@@ -219,12 +227,18 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
         out.Add(kFlinkLag, labels, static_cast<double>(*partition.flink_lag));
       if (partition.checkpoint_gap)
         out.Add(kGap, labels, static_cast<double>(*partition.checkpoint_gap));
+      if (partition.lag_seconds) {
+        labels.emplace_back("method",
+                            analysis::LagSecondsMethodName(partition.lag_seconds->method));
+        out.Add(kFlinkLagSeconds, labels, partition.lag_seconds->seconds);
+      }
     }
     for (const analysis::FlinkTopicJoin& topic : join.topics) {
       Labels labels = source_labels;
       labels.emplace_back("topic", topic.topic);
       out.Add(kTopicFlinkLag, labels, static_cast<double>(topic.flink_lag_sum));
       out.Add(kTopicGap, labels, static_cast<double>(topic.checkpoint_gap_sum));
+      if (topic.max_lag_seconds) out.Add(kTopicFlinkLagSeconds, labels, *topic.max_lag_seconds);
     }
     for (const analysis::UnresolvedTopic& unresolved : join.unresolved) {
       Labels labels = source_labels;

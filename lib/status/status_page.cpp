@@ -376,6 +376,20 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
   } else {
     out += kNone;
   }
+  out += "</td><td class=\"num flink-lag-seconds\">";
+  if (finding.flink_max_lag_seconds) {
+    AppendDuration(out, *finding.flink_max_lag_seconds);
+  } else {
+    out += kNone;
+  }
+  out += "</td><td class=\"num catch-up\">";
+  if (!finding.catch_up_seconds) {
+    out += kNone;
+  } else if (std::isinf(*finding.catch_up_seconds)) {
+    out += "<span class=\"stale\" title=\"the backlog is not shrinking\">never</span>";
+  } else {
+    AppendDuration(out, *finding.catch_up_seconds);
+  }
   out += "</td><td class=\"checkpoint\">";
   if (finding.checkpoint_interval_seconds) {
     const double interval = *finding.checkpoint_interval_seconds;
@@ -556,7 +570,10 @@ std::string RenderStatusPage(const analysis::Findings& findings,
         "<th>Flink job</th><th title=\"records between the group's committed offsets and the log "
         "end, as Kafka's tools show\">Kafka lag</th><th title=\"records between the job's own "
         "position and the log end\">Flink lag</th><th title=\"age of the oldest record the group "
-        "has not consumed\">lag (time)</th><th>checkpoint age / interval</th>"
+        "has not consumed\">Kafka lag (time)</th><th title=\"age of the job's next record, as of "
+        "when Flink took its position\">Flink lag (time)</th><th title=\"when the backlog (the "
+        "job's own, else the group's) reaches 0 at its pace over the diagnosis window\">catch "
+        "up in</th><th>checkpoint age / interval</th>"
         "<th>lag over time (records)</th></tr></thead><tbody>\n";
     for (const DiagnosisFinding* finding : rows) AppendRow(out, *finding, now);
     out += "</tbody></table>";

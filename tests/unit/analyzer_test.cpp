@@ -29,6 +29,8 @@ class World {
   std::int64_t log_end = 1000;
   std::map<std::string, std::int64_t> committed;  // group -> committed offset on partition 0
   std::optional<double> retention_seconds;
+  // Timestamps of the records lagsight read, as the Kafka poll would hand them over.
+  std::map<kafka::RecordKey, kafka::RecordTimestamp> record_timestamps;
 
   // The Flink job: position, checkpoint and commit counters.
   bool with_job = false;
@@ -62,6 +64,7 @@ class World {
     kafka_->topic_partitions["orders"] = 1;
     kafka_->partitions[{"orders", 0}] = {0, log_end};
     kafka_->offsets_retention_seconds = retention_seconds;
+    kafka_->record_timestamps = record_timestamps;
     for (const auto& [id, offset] : committed) {
       kafka::ConsumerGroup group;
       group.id = id;
@@ -672,4 +675,121 @@ TEST_CASE("a new job is paired at its reader's first report, not a metric refres
   }
   REQUIRE(paired_at);
   CHECK(*paired_at <= 10);
+}
+
+// The job's next record (the one at currentOffset + 1 as Flink serves it) per poll.
+struct JobLateness {
+  std::vector<double> seconds;
+  std::vector<double> records;  // the Flink-side lag
+  std::vector<std::string> methods;
+  std::vector<std::optional<double>> catch_up;       // the source's
+  std::vector<std::optional<double>> pair_catch_up;  // the pair's, on the status page
+};
+
+void RecordLateness(const World& world, JobLateness& out) {
+  if (world.last_ == nullptr) return;
+  const auto& flink = world.last_->flink.at("flink");
+  REQUIRE(flink.joins.size() == 1);
+  REQUIRE(flink.joins[0].partitions.size() == 1);
+  const auto& partition = flink.joins[0].partitions[0];
+  REQUIRE(partition.lag_seconds);
+  out.seconds.push_back(partition.lag_seconds->seconds);
+  out.records.push_back(static_cast<double>(partition.flink_lag.value_or(-1)));
+  out.methods.push_back(analysis::LagSecondsMethodName(partition.lag_seconds->method));
+  REQUIRE(flink.sources.size() == 1);
+  out.catch_up.push_back(flink.sources[0].catch_up_seconds);
+  const auto* finding = World::FindingOf(*world.last_, "enrich", "job-1");
+  out.pair_catch_up.push_back(finding != nullptr ? finding->catch_up_seconds : std::nullopt);
+}
+
+TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without a sawtooth") {
+  World world = HealthyJob();
+  world.now = 1'700'000'000;  // record timestamps are checked against plausible write times
+  world.job_start = world.now - 600;
+  world.fetch_interval_ms = 10'000;        // Flink serves positions refreshed every 10 s
+  std::map<std::int64_t, double> written;  // log end after each poll -> that poll's time
+  const auto step = [&](bool with_timestamps) {
+    return [&, with_timestamps](int s) {
+      world.log_end += 100;
+      written[world.log_end] = world.now + world.poll_seconds;
+      // The job reads as fast as records arrive, 20 s behind; Flink refreshes every 10 s.
+      if (s % 10 == 0) {
+        const auto behind = std::prev(written.end(), 21);
+        world.job_current = behind->first - 1;
+        const std::int64_t next = world.job_current + 1;  // written in the poll after `behind`
+        if (with_timestamps) {
+          world.record_timestamps[{{"orders", 0}, next}] = {
+              static_cast<std::int64_t>((std::next(behind)->second - 0.5) * 1000), false};
+        }
+      }
+      world.commits_succeeded++;
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+    };
+  };
+  world.Run(40, "enrich", "job-1", step(false));
+  SECTION("from the record's timestamp") {
+    JobLateness lateness;
+    world.Run(60, "enrich", "job-1", [&](int s) {
+      step(true)(s);
+      RecordLateness(world, lateness);
+    });
+    // At each refresh the job's next record is 19.5 s old. Measured at `now`, that would read
+    // 19.5..28.5 s, rising between two refreshes and dropping at each. lagsight reads it as of the
+    // earliest time Flink can have taken the position (the previous poll, 1 s before the value
+    // first showed): 18.5 s at every poll, a lower bound within one poll of the truth.
+    for (std::size_t i = 1; i < lateness.seconds.size(); ++i) {  // [0] predates the timestamps
+      UNSCOPED_INFO(i << ": " << lateness.seconds[i] << " " << lateness.methods[i]);
+      CHECK(lateness.methods[i] == "record_timestamp");
+      CHECK(lateness.seconds[i] == Approx(18.5).margin(0.01));
+    }
+    // Keeping pace 20 s behind: the backlog does not shrink, so it never catches up.
+    REQUIRE(lateness.catch_up.back());
+    CHECK(std::isinf(*lateness.catch_up.back()));
+  }
+  SECTION("interpolated from the log-end history when no record was read") {
+    JobLateness lateness;
+    world.Run(30, "enrich", "job-1", [&](int s) {
+      step(false)(s);
+      RecordLateness(world, lateness);
+    });
+    // The record was written in the poll interval 20 s before the refresh (the first of its
+    // 100 records): 19 s as of the poll before the refresh.
+    for (std::size_t i = 0; i < lateness.seconds.size(); ++i) {
+      CHECK(lateness.methods[i] == "interpolated");
+      CHECK(lateness.seconds[i] == Approx(19).margin(0.05));
+    }
+  }
+  SECTION("catching up: a finite catch-up time that falls to 0") {
+    JobLateness lateness;
+    // Twice as fast as the input now, from where it stands.
+    world.Run(60, "enrich", "job-1", [&](int s) {
+      world.log_end += 100;
+      world.job_current = std::min(world.log_end - 1, world.job_current + 200);
+      (void)s;
+      world.commits_succeeded++;
+      world.completed++;
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+      RecordLateness(world, lateness);
+    });
+    // The backlog (about 2,000 records) shrinks by 100/s. The pace is fitted over the window
+    // (30 s here), so the catch-up time starts high while the window still holds the level part,
+    // and falls from then on; once the window holds only the catching up, it is the backlog's
+    // own time to go.
+    std::vector<double> finite;
+    for (std::size_t i = 0; i < lateness.catch_up.size(); ++i) {
+      const auto& eta = lateness.catch_up[i];
+      if (!eta || *eta == 0 || std::isinf(*eta)) continue;
+      finite.push_back(*eta);
+      if (i >= 31) CHECK(*eta == Approx(lateness.records[i] / 100.0).epsilon(0.2));
+    }
+    REQUIRE(finite.size() >= 10);
+    CHECK(std::is_sorted(finite.rbegin(), finite.rend()));
+    REQUIRE(lateness.catch_up.back());
+    CHECK(*lateness.catch_up.back() == 0);
+    CHECK(lateness.seconds.back() == 0);
+    CHECK(lateness.methods.back() == "caught_up");
+    REQUIRE(lateness.pair_catch_up.back());
+    CHECK(*lateness.pair_catch_up.back() == 0);
+  }
 }

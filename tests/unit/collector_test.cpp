@@ -18,6 +18,13 @@ using lagsight::kafka::GroupKind;
 using lagsight::kafka::RecordKey;
 using lagsight::testing::FakeKafkaAdmin;
 
+std::map<RecordKey, std::int64_t> Millis(
+    const std::map<RecordKey, lagsight::kafka::RecordTimestamp>& timestamps) {
+  std::map<RecordKey, std::int64_t> out;
+  for (const auto& [key, timestamp] : timestamps) out[key] = timestamp.ms;
+  return out;
+}
+
 struct Fixture {
   KafkaClusterConfig config;
   FakeKafkaAdmin* admin = nullptr;  // owned by the collector
@@ -201,7 +208,7 @@ TEST_CASE("record timestamps: lagging positions, deduplicated, largest lag first
   REQUIRE(f.admin->timestamp_requests.size() == 1);
   CHECK(f.admin->timestamp_requests[0] == std::vector<RecordKey>{{{"t", 0}, 10}, {{"t", 2}, 30}});
   // Beyond the budget (t/1@50) is simply absent.
-  CHECK(snapshot->record_timestamps_ms ==
+  CHECK(Millis(snapshot->record_timestamps) ==
         std::map<RecordKey, std::int64_t>{{{{"t", 0}, 10}, 1000}, {{{"t", 2}, 30}, 3000}});
   CHECK(snapshot->record_timestamp_fetches_total == 2);
   CHECK(snapshot->record_timestamp_cache_entries == 2);
@@ -220,7 +227,7 @@ TEST_CASE("record timestamps: cached positions are reused, and dropped once no g
   REQUIRE(second.ok());
   REQUIRE(f.admin->timestamp_requests.size() == 2);
   CHECK(f.admin->timestamp_requests[1] == std::vector<RecordKey>{{{"t", 1}, 50}});
-  CHECK(second->record_timestamps_ms.size() == 3);
+  CHECK(Millis(second->record_timestamps).size() == 3);
   CHECK(second->record_timestamp_fetches_total == 3);
 
   // Nothing new: no fetch at all.
@@ -234,9 +241,9 @@ TEST_CASE("record timestamps: cached positions are reused, and dropped once no g
   REQUIRE(moved.ok());
   REQUIRE(f.admin->timestamp_requests.size() == 3);
   CHECK(f.admin->timestamp_requests[2] == std::vector<RecordKey>{{{"t", 0}, 20}});
-  CHECK(moved->record_timestamps_ms == std::map<RecordKey, std::int64_t>{{{{"t", 0}, 20}, 2000},
-                                                                         {{{"t", 1}, 50}, 5000},
-                                                                         {{{"t", 2}, 30}, 3000}});
+  CHECK(Millis(moved->record_timestamps) ==
+        std::map<RecordKey, std::int64_t>{
+            {{{"t", 0}, 20}, 2000}, {{{"t", 1}, 50}, 5000}, {{{"t", 2}, 30}, 3000}});
   CHECK(moved->record_timestamp_cache_entries == 3);
   CHECK(moved->record_timestamp_fetches_total == 4);
 }
@@ -250,14 +257,14 @@ TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried a
   REQUIRE(first.ok());
   CHECK(first->partial_errors ==
         std::vector<std::string>{"record timestamp at t/1@50: Broker: Not leader"});
-  CHECK_FALSE(first->record_timestamps_ms.contains({{"t", 1}, 50}));
-  CHECK(first->record_timestamps_ms.size() == 2);
+  CHECK_FALSE(Millis(first->record_timestamps).contains({{"t", 1}, 50}));
+  CHECK(Millis(first->record_timestamps).size() == 2);
 
   f.admin->record_timestamps[{{"t", 1}, 50}] = 5000;
   const auto second = collector.Poll();
   REQUIRE(second.ok());
   CHECK(f.admin->timestamp_requests.back() == std::vector<RecordKey>{{{"t", 1}, 50}});
-  CHECK(second->record_timestamps_ms.at({{"t", 1}, 50}) == 5000);
+  CHECK(Millis(second->record_timestamps).at({{"t", 1}, 50}) == 5000);
   CHECK(second->partial_errors.empty());
 }
 
@@ -269,7 +276,7 @@ TEST_CASE("record timestamps: a budget of 0 reads none") {
   const auto snapshot = collector.Poll();
   REQUIRE(snapshot.ok());
   CHECK(f.admin->timestamp_requests.empty());
-  CHECK(snapshot->record_timestamps_ms.empty());
+  CHECK(Millis(snapshot->record_timestamps).empty());
   CHECK(snapshot->record_timestamp_fetches_total == 0);
 }
 
@@ -358,4 +365,44 @@ TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared"
   const auto mixed = collector.Poll();
   REQUIRE(mixed.ok());
   CHECK(ClusterMismatch(*mixed));
+}
+
+TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside the groups'") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.admin->listings = {{"g", "empty", true}};
+  f.admin->committed["g"] = CommittedOffsets{{{"a.b", 0}, 10}};
+  // "a.b" and "a_b" both escape to "a_b" in Flink's metric ids; "c" is read by the job alone.
+  f.admin->topics = {{"a.b", 1}, {"a_b", 1}, {"c", 2}};
+  f.admin->log_end = {{{"a.b", 0}, 100}, {{"a_b", 0}, 30}, {{"c", 0}, 8}, {{"c", 1}, 50}};
+  f.admin->log_start = {{{"a.b", 0}, 0}, {{"a_b", 0}, 0}, {{"c", 0}, 0}, {{"c", 1}, 20}};
+  f.admin->broker_configs["offsets.retention.minutes"] = "10080";
+  f.admin->record_timestamps = {
+      {{{"a.b", 0}, 10}, 1000}, {{{"a.b", 0}, 40}, 4000}, {{{"a_b", 0}, 40}, 4100}};
+  f.admin->log_append_time = {{{"a.b", 0}, 40}};
+  lagsight::kafka::FlinkReads reads;
+  reads.escaped_topics = {"a_b", "c"};
+  // a_b/0@40 lags on "a.b" (60) and is beyond "a_b"'s log end (30); c/0@8 is at log end, and
+  // c/1@10 was deleted (log start 20): only a.b/0@40 is read for the job.
+  reads.positions = {{"a_b", 0, 40}, {"c", 0, 8}, {"c", 1, 10}};
+  const auto snapshot = collector.Poll(reads);
+  REQUIRE(snapshot.ok());
+  REQUIRE(f.admin->timestamp_requests.size() == 1);
+  // Largest lag first: the group's position (90), then the job's (60).
+  CHECK(f.admin->timestamp_requests[0] ==
+        std::vector<RecordKey>{{{"a.b", 0}, 10}, {{"a.b", 0}, 40}});
+  CHECK(snapshot->record_timestamps.at({{"a.b", 0}, 40}) ==
+        lagsight::kafka::RecordTimestamp{4000, true});
+  CHECK(snapshot->record_timestamps.at({{"a.b", 0}, 10}) ==
+        lagsight::kafka::RecordTimestamp{1000, false});
+  CHECK(snapshot->partitions.contains({"c", 1}));  // the job's topics' log offsets are read
+
+  // The job moves on: its old position leaves the cache, the new one is read.
+  reads.positions = {{"a_b", 0, 41}};
+  f.admin->record_timestamps[{{"a.b", 0}, 41}] = 4001;
+  const auto moved = collector.Poll(reads);
+  REQUIRE(moved.ok());
+  CHECK(f.admin->timestamp_requests.back() == std::vector<RecordKey>{{{"a.b", 0}, 41}});
+  CHECK(Millis(moved->record_timestamps) ==
+        std::map<RecordKey, std::int64_t>{{{{"a.b", 0}, 10}, 1000}, {{{"a.b", 0}, 41}, 4001}});
 }

@@ -1,7 +1,10 @@
 // Lag in seconds, the sawtooth, the bounded series and the verdict hysteresis, on data alone.
 #include <catch.hpp>
+#include <cmath>
+#include <string>
 
 #include "analysis/diagnosis.h"
+#include "analysis/history.h"
 #include "analysis/lag_seconds.h"
 #include "analysis/sawtooth.h"
 #include "analysis/series.h"
@@ -33,40 +36,135 @@ TEST_CASE("a thinning series keeps its capacity and reaches ever further back") 
   CHECK(series.back().time == 99);
 }
 
+// Unix seconds of the tests' first log-end sample: a time Kafka records can have.
+constexpr double kT = 1'700'000'000;
+
+lagsight::kafka::RecordTimestamp CreateTime(double seconds) {
+  return {static_cast<std::int64_t>(seconds * 1000), false};
+}
+
 TEST_CASE("lag seconds: caught up, record timestamp, interpolation, lower bound, nothing") {
-  const auto history = History({{1000, 100}, {1010, 200}, {1020, 300}});
+  const auto history = History({{kT, 100}, {kT + 10, 200}, {kT + 20, 300}});
   SECTION("no lag is zero seconds, whatever else is known") {
-    const auto lag = ComputeLagSeconds(300, 0, std::nullopt, history, 1030);
+    const auto lag = ComputeLagSeconds(300, 0, std::nullopt, history, kT + 30);
     REQUIRE(lag);
     CHECK(lag->seconds == 0);
     CHECK(lag->method == LagSecondsMethod::kCaughtUp);
   }
   SECTION("the fetched record timestamp wins, even far older than the history") {
-    const auto lag = ComputeLagSeconds(50, 250, 400'000, history, 1030);
+    const auto lag = ComputeLagSeconds(50, 250, CreateTime(kT - 600), history, kT + 30);
     REQUIRE(lag);
     CHECK(lag->seconds == Approx(630));
     CHECK(lag->method == LagSecondsMethod::kRecordTimestamp);
   }
-  SECTION("a producer clock ahead of ours gives zero, not a negative age") {
-    const auto lag = ComputeLagSeconds(250, 50, 2'000'000, history, 1030);
+  SECTION("a producer clock a little ahead of ours gives zero, not a negative age") {
+    const auto lag = ComputeLagSeconds(250, 50, CreateTime(kT + 45), history, kT + 30);
     REQUIRE(lag);
     CHECK(lag->seconds == 0);
+    CHECK(lag->method == LagSecondsMethod::kRecordTimestamp);
   }
   SECTION("interpolated between the samples around the position") {
-    // Offset 149 was written when log end went from 100 to 200: half way, at t = 1005.
-    const auto lag = ComputeLagSeconds(149, 151, std::nullopt, history, 1030);
+    // Offset 149 was written when log end went from 100 to 200: half way, at t = kT + 5.
+    const auto lag = ComputeLagSeconds(149, 151, std::nullopt, history, kT + 30);
     REQUIRE(lag);
     CHECK(lag->method == LagSecondsMethod::kInterpolated);
     CHECK(lag->seconds == Approx(25));
   }
   SECTION("older than all history: a lower bound, never an extrapolation") {
-    const auto lag = ComputeLagSeconds(10, 290, std::nullopt, history, 1030);
+    const auto lag = ComputeLagSeconds(10, 290, std::nullopt, history, kT + 30);
     REQUIRE(lag);
     CHECK(lag->method == LagSecondsMethod::kLowerBound);
     CHECK(lag->seconds == Approx(30));
   }
   SECTION("no history and no record: no answer") {
-    CHECK_FALSE(ComputeLagSeconds(10, 5, std::nullopt, LogEndHistory(), 1030));
+    CHECK_FALSE(ComputeLagSeconds(10, 5, std::nullopt, LogEndHistory(), kT + 30));
+  }
+}
+
+TEST_CASE("lag seconds: a CreateTime that cannot be when the record was written is not used") {
+  // Offset 149 was written between kT and kT + 10 (log end 100 -> 200).
+  const auto history = History({{kT, 100}, {kT + 10, 200}, {kT + 20, 300}});
+  const double now = kT + 30;
+  SECTION("an hour in the future: the interpolated age, and the method says why") {
+    const auto lag = ComputeLagSeconds(149, 151, CreateTime(kT + 3600), history, now);
+    REQUIRE(lag);
+    CHECK(lag->method == LagSecondsMethod::kInterpolatedImplausibleTimestamp);
+    CHECK(lag->seconds == Approx(25));
+    CHECK(std::string(LagSecondsMethodName(lag->method)) == "interpolated_implausible_timestamp");
+  }
+  SECTION("the epoch (a producer that sends 0 or 1 ms) does not read as 56 years") {
+    const auto lag = ComputeLagSeconds(149, 151, CreateTime(0.001), history, now);
+    REQUIRE(lag);
+    CHECK(lag->method == LagSecondsMethod::kInterpolatedImplausibleTimestamp);
+    CHECK(lag->seconds == Approx(25));
+  }
+  SECTION("an event time far older than the write (a replay of old data) is not its wait") {
+    const auto lag = ComputeLagSeconds(149, 151, CreateTime(kT - 86400), history, now);
+    REQUIRE(lag);
+    CHECK(lag->method == LagSecondsMethod::kInterpolatedImplausibleTimestamp);
+  }
+  SECTION("within the slack of a producer's buffering and clock, the record's own time") {
+    const auto behind = ComputeLagSeconds(149, 151, CreateTime(kT - 200), history, now);
+    REQUIRE(behind);
+    CHECK(behind->method == LagSecondsMethod::kRecordTimestamp);
+    CHECK(behind->seconds == Approx(230));
+    const auto ahead = ComputeLagSeconds(149, 151, CreateTime(kT + 50), history, now);
+    REQUIRE(ahead);
+    CHECK(ahead->method == LagSecondsMethod::kRecordTimestamp);
+  }
+  SECTION("older than the history, a future or epoch CreateTime gives the lower bound") {
+    const auto future = ComputeLagSeconds(10, 290, CreateTime(now + 3600), history, now);
+    REQUIRE(future);
+    CHECK(future->method == LagSecondsMethod::kLowerBoundImplausibleTimestamp);
+    CHECK(future->seconds == Approx(30));
+    const auto epoch = ComputeLagSeconds(10, 290, CreateTime(0), history, now);
+    REQUIRE(epoch);
+    CHECK(epoch->method == LagSecondsMethod::kLowerBoundImplausibleTimestamp);
+  }
+  SECTION("a LogAppendTime is the broker's clock: taken as it is") {
+    const auto lag =
+        ComputeLagSeconds(149, 151, lagsight::kafka::RecordTimestamp{1000, true}, history, now);
+    REQUIRE(lag);
+    CHECK(lag->method == LagSecondsMethod::kRecordTimestamp);
+    CHECK(lag->seconds == Approx(now - 1));
+  }
+}
+
+TEST_CASE("catch-up time: from the backlog's pace over the window") {
+  struct Point {
+    double time = 0;
+    std::int64_t lag = 0;
+  };
+  const auto lag_of = [](const Point& p) { return p.lag; };
+  const auto series_of = [](std::initializer_list<Point> points) {
+    ThinningSeries<Point> series;
+    for (const Point& p : points) series.Add(p);
+    return series;
+  };
+  SECTION("shrinking by 100 records/s with 3000 left: 30 s") {
+    const auto series = series_of({{0, 9000}, {20, 7000}, {40, 5000}, {60, 3000}});
+    const auto eta = CatchUpSeconds(series, lag_of, 60, 300);
+    REQUIRE(eta);
+    CHECK(*eta == Approx(30));
+  }
+  SECTION("growing or level: never (+Inf)") {
+    const auto growing = series_of({{0, 100}, {20, 200}, {40, 300}});
+    CHECK(std::isinf(*CatchUpSeconds(growing, lag_of, 40, 300)));
+    const auto level = series_of({{0, 100}, {20, 100}, {40, 100}});
+    CHECK(std::isinf(*CatchUpSeconds(level, lag_of, 40, 300)));
+  }
+  SECTION("no backlog: 0, however short the history") {
+    CHECK(*CatchUpSeconds(series_of({{0, 0}}), lag_of, 0, 300) == 0);
+  }
+  SECTION("too little history: no answer") {
+    CHECK_FALSE(CatchUpSeconds(series_of({{0, 900}, {10, 800}}), lag_of, 10, 300));
+    CHECK_FALSE(CatchUpSeconds(series_of({{0, 900}, {5, 800}, {10, 700}}), lag_of, 10, 300));
+  }
+  SECTION("only the window counts: an old rise does not hide today's drain") {
+    const auto series = series_of({{0, 0}, {100, 10000}, {400, 6000}, {420, 5800}, {440, 5600}});
+    const auto eta = CatchUpSeconds(series, lag_of, 440, 60);
+    REQUIRE(eta);
+    CHECK(*eta == Approx(560));
   }
 }
 

@@ -50,7 +50,7 @@ kafka::KafkaSnapshot SampleSnapshot() {
   snapshot.bootstraps = {{"10.0.0.1:9092", "qR3vD5mFT6uYk0cZp9sW1A", "", {{"orders.v2", 3}}},
                          {"10.0.0.2:9092", std::nullopt, "Local: Broker transport failure", {}},
                          {"10.9.0.1:9092", "Zx8bN2kLQ0eWm4rTy7uI3o", "", {{"orders.v2", 6}}}};
-  snapshot.record_timestamps_ms = {{{{"orders.v2", 0}, 90}, 1699999990000}};
+  snapshot.record_timestamps = {{{{"orders.v2", 0}, 90}, {1699999990000}}};
   snapshot.record_timestamp_fetches_total = 17;
   snapshot.record_timestamp_cache_entries = 1;
   return snapshot;

@@ -33,6 +33,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   int identify_calls = 0;
   std::vector<std::string> broker_configs_asked;
   std::vector<std::vector<kafka::RecordKey>> timestamp_requests;  // one per RecordTimestamps call
+  std::set<kafka::RecordKey> log_append_time;  // records whose timestamp the broker set
 
   Result<std::vector<kafka::GroupListing>> ListGroups(std::chrono::milliseconds) override {
     if (list_groups_error) return Error{*list_groups_error};
@@ -109,7 +110,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
     kafka::FetchedTimestamps answer;
     for (const kafka::RecordKey& key : positions) {
       if (record_timestamps.contains(key)) {
-        answer.timestamps_ms[key] = record_timestamps.at(key);
+        answer.timestamps[key] = {record_timestamps.at(key), log_append_time.contains(key)};
       } else {
         answer.errors.push_back(key.partition.topic + "/" +
                                 std::to_string(key.partition.partition) + "@" +

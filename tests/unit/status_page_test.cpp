@@ -3,6 +3,7 @@
 #include "status/status_page.h"
 
 #include <catch.hpp>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -109,16 +110,24 @@ TEST_CASE("status page: numbers, durations and the checkpoint against its interv
   pair.kafka_lag = 1234567;
   pair.flink_lag = 0;
   pair.max_lag_seconds = 75;
+  pair.flink_max_lag_seconds = 4.25;
+  pair.catch_up_seconds = std::numeric_limits<double>::infinity();
   pair.checkpoint_age_seconds = 42;
   pair.checkpoint_interval_seconds = 10;
   findings.diagnosis.push_back(pair);
   DiagnosisFinding no_checkpoints = Pair("plain", "", Cause::kHealthy);
+  no_checkpoints.catch_up_seconds = 130;
   findings.diagnosis.push_back(no_checkpoints);
   const std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
   CHECK(page.find("<td class=\"num kafka-lag\">1,234,567</td>") != std::string::npos);
   CHECK(page.find("<td class=\"num flink-lag\">0</td>") != std::string::npos);
   CHECK(page.find("<td class=\"num flink-lag\">&ndash;</td>") != std::string::npos);
   CHECK(page.find("<td class=\"num lag-seconds\">1m 15s</td>") != std::string::npos);
+  CHECK(page.find("<td class=\"num flink-lag-seconds\">4.2 s</td>") != std::string::npos);
+  CHECK(page.find("<td class=\"num flink-lag-seconds\">&ndash;</td>") != std::string::npos);
+  CHECK(page.find("<td class=\"num catch-up\"><span class=\"stale\" title=\"the backlog is not "
+                  "shrinking\">never</span></td>") != std::string::npos);
+  CHECK(page.find("<td class=\"num catch-up\">2m 10s</td>") != std::string::npos);
   CHECK(page.find("<span class=\"stale\">42 s</span> / 10 s") != std::string::npos);
   CHECK(page.find("no checkpointing") != std::string::npos);
   CHECK(page.find(">5m 00s</td>") != std::string::npos);  // since 300 s ago
