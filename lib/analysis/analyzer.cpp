@@ -373,8 +373,15 @@ struct Analyzer::State {
             *snapshot.offsets_retention_seconds - (now - group.last_commit_time);
       }
       group.sawtooth = DetectSawtooth(h.commits, now);
-      group.catch_up_seconds = CatchUpSeconds(
-          h.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window());
+      std::set<kafka::TopicPartition> partitions;
+      for (const TopicLag& topic : lag.topics) {
+        for (const PartitionLag& partition : topic.partitions) {
+          partitions.insert({topic.topic, partition.partition});
+        }
+      }
+      group.catch_up_seconds = CatchUp(
+          h.samples, [](const GroupSample& s) { return s.lag_sum; },
+          InputRateOf(cluster, partitions, now), now);
       findings.groups.push_back(std::move(group));
     }
     return findings;
@@ -633,19 +640,34 @@ struct Analyzer::State {
     state.findings = std::move(findings);
   }
 
-  // When the source's Flink-side backlog reaches 0 at its pace over the window; none while a
-  // partition's lag is unknown (the sum would jump when it becomes known).
+  // When a backlog reaches 0 at its pace over the window (CatchUpSeconds); 0 once it does not
+  // matter: a consumer that keeps pace holds a few polls' worth of records, and a level backlog
+  // would read as "never".
+  template <typename Sample, typename Value>
+  std::optional<double> CatchUp(const ThinningSeries<Sample>& series, Value value,
+                                std::optional<double> input_rate, double now) const {
+    if (series.empty()) return std::nullopt;
+    if (!LagMatters(static_cast<double>(value(series.back())), input_rate, config)) return 0.0;
+    return CatchUpSeconds(series, value, now, window());
+  }
+
+  // When the source's Flink-side backlog reaches 0; none while a partition's lag is unknown
+  // (the sum would jump when it becomes known).
   std::optional<double> CatchUpTime(ThinningSeries<BacklogSample>& backlog,
                                     const FlinkSourceJoin& join, double now) const {
     std::int64_t records = 0;
+    std::set<kafka::TopicPartition> partitions;
     for (const FlinkPartitionJoin& partition : join.partitions) {
       if (!partition.flink_lag) return std::nullopt;
       records += *partition.flink_lag;
+      partitions.insert({partition.topic, partition.partition});
     }
-    if (join.partitions.empty()) return std::nullopt;
+    const auto cluster = kafka.find(join.kafka_cluster);
+    if (partitions.empty() || cluster == kafka.end()) return std::nullopt;
     backlog.Add({now, records});
-    return CatchUpSeconds(
-        backlog, [](const BacklogSample& s) { return s.records; }, now, window());
+    return CatchUp(
+        backlog, [](const BacklogSample& s) { return s.records; },
+        InputRateOf(cluster->second, partitions, now), now);
   }
 
   // The Flink-side lag against the log end as it was when the job's position was taken. The
@@ -951,8 +973,8 @@ struct Analyzer::State {
         finding->flink_lag = pair.samples.back().flink_lag;
         if (!std::get<1>(key).empty()) finding->kafka_lag = pair.samples.back().kafka_lag;
         // The job's own backlog decides when it is caught up (its group's lag only follows it).
-        finding->catch_up_seconds = CatchUpSeconds(
-            pair.samples, [](const PairSample& s) { return s.flink_lag; }, now, window());
+        finding->catch_up_seconds = CatchUp(
+            pair.samples, [](const PairSample& s) { return s.flink_lag; }, facts.input_rate, now);
       }
     } else if (!std::get<1>(key).empty() && facts.lifecycle == JobLifecycle::kGone) {
       finding->kafka_lag = static_cast<std::int64_t>(facts.kafka_lag);

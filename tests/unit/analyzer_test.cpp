@@ -712,9 +712,10 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
     return [&, with_timestamps](int s) {
       world.log_end += 100;
       written[world.log_end] = world.now + world.poll_seconds;
-      // The job reads as fast as records arrive, 20 s behind; Flink refreshes every 10 s.
+      // The job reads as fast as records arrive, 40 s behind (a backlog that matters: more than
+      // lag_threshold, 30 s, of input); Flink refreshes every 10 s.
       if (s % 10 == 0) {
-        const auto behind = std::prev(written.end(), 21);
+        const auto behind = std::prev(written.end(), 41);
         world.job_current = behind->first - 1;
         const std::int64_t next = world.job_current + 1;  // written in the poll after `behind`
         if (with_timestamps) {
@@ -727,23 +728,23 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
       world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
     };
   };
-  world.Run(40, "enrich", "job-1", step(false));
+  world.Run(60, "enrich", "job-1", step(false));
   SECTION("from the record's timestamp") {
     JobLateness lateness;
     world.Run(60, "enrich", "job-1", [&](int s) {
       step(true)(s);
       RecordLateness(world, lateness);
     });
-    // At each refresh the job's next record is 19.5 s old. Measured at `now`, that would read
-    // 19.5..28.5 s, rising between two refreshes and dropping at each. lagsight reads it as of the
+    // At each refresh the job's next record is 39.5 s old. Measured at `now`, that would read
+    // 39.5..48.5 s, rising between two refreshes and dropping at each. lagsight reads it as of the
     // earliest time Flink can have taken the position (the previous poll, 1 s before the value
-    // first showed): 18.5 s at every poll, a lower bound within one poll of the truth.
+    // first showed): 38.5 s at every poll, a lower bound within one poll of the truth.
     for (std::size_t i = 1; i < lateness.seconds.size(); ++i) {  // [0] predates the timestamps
       UNSCOPED_INFO(i << ": " << lateness.seconds[i] << " " << lateness.methods[i]);
       CHECK(lateness.methods[i] == "record_timestamp");
-      CHECK(lateness.seconds[i] == Approx(18.5).margin(0.01));
+      CHECK(lateness.seconds[i] == Approx(38.5).margin(0.01));
     }
-    // Keeping pace 20 s behind: the backlog does not shrink, so it never catches up.
+    // Keeping pace 40 s behind: the backlog does not shrink, so it never catches up.
     REQUIRE(lateness.catch_up.back());
     CHECK(std::isinf(*lateness.catch_up.back()));
   }
@@ -753,11 +754,11 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
       step(false)(s);
       RecordLateness(world, lateness);
     });
-    // The record was written in the poll interval 20 s before the refresh (the first of its
-    // 100 records): 19 s as of the poll before the refresh.
+    // The record was written in the poll interval 40 s before the refresh (the first of its
+    // 100 records): 39 s as of the poll before the refresh.
     for (std::size_t i = 0; i < lateness.seconds.size(); ++i) {
       CHECK(lateness.methods[i] == "interpolated");
-      CHECK(lateness.seconds[i] == Approx(19).margin(0.05));
+      CHECK(lateness.seconds[i] == Approx(39).margin(0.05));
     }
   }
   SECTION("catching up: a finite catch-up time that falls to 0") {
@@ -772,10 +773,10 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
       world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
       RecordLateness(world, lateness);
     });
-    // The backlog (about 2,000 records) shrinks by 100/s. The pace is fitted over the window
+    // The backlog (about 4,000 records) shrinks by 100/s. The pace is fitted over the window
     // (30 s here), so the catch-up time starts high while the window still holds the level part,
     // and falls from then on; once the window holds only the catching up, it is the backlog's
-    // own time to go.
+    // own time to go. Below 30 s of input (lag_threshold) the backlog no longer matters: 0.
     std::vector<double> finite;
     for (std::size_t i = 0; i < lateness.catch_up.size(); ++i) {
       const auto& eta = lateness.catch_up[i];
@@ -783,7 +784,7 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
       finite.push_back(*eta);
       if (i >= 31) CHECK(*eta == Approx(lateness.records[i] / 100.0).epsilon(0.2));
     }
-    REQUIRE(finite.size() >= 10);
+    REQUIRE(finite.size() >= 5);
     CHECK(std::is_sorted(finite.rbegin(), finite.rend()));
     REQUIRE(lateness.catch_up.back());
     CHECK(*lateness.catch_up.back() == 0);
