@@ -106,6 +106,12 @@ class LagsightProcess:
                    POLL_DEADLINE_SECONDS, "/readyz to answer 200 after the first poll")
         return self
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the process has used so far (from /proc)."""
+        assert self._process is not None, "lagsight was never started"
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
