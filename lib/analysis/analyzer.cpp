@@ -382,6 +382,8 @@ struct Analyzer::State {
       group.catch_up_seconds = CatchUp(
           h.samples, [](const GroupSample& s) { return s.lag_sum; },
           InputRateOf(cluster, partitions, now), now);
+      group.lateness_target_seconds =
+          LatenessTargetOf(config::LatenessTarget::Of::kGroups, group.group);
       findings.groups.push_back(std::move(group));
     }
     return findings;
@@ -625,9 +627,14 @@ struct Analyzer::State {
         join.candidate_groups.clear();
       }
       AlignFlinkLag(join, job, state, sources);
-      SourceFindings source{join.job_id, join.job_name,
-                            join.source, {},
-                            mode,        CatchUpTime(job.backlogs[join.source], join, now)};
+      SourceFindings source;
+      source.job_id = join.job_id;
+      source.job_name = join.job_name;
+      source.source = join.source;
+      source.commit_mode = mode;
+      source.catch_up_seconds = CatchUpTime(job.backlogs[join.source], join, now);
+      source.lateness_target_seconds =
+          LatenessTargetOf(config::LatenessTarget::Of::kJobs, join.job_name);
       if (series != job.sources.end() && !series->second.empty()) {
         const double failed = IncreaseOverWindow(
             series->second, [](const SourceSample& s) { return s.failed; }, now, window());
@@ -638,6 +645,14 @@ struct Analyzer::State {
       findings.sources.push_back(std::move(source));
     }
     state.findings = std::move(findings);
+  }
+
+  std::optional<double> LatenessTargetOf(config::LatenessTarget::Of of,
+                                         const std::string& name) const {
+    for (const config::LatenessTarget& target : config.lateness_targets) {
+      if (target.of == of && target.pattern.FullMatch(name)) return Seconds(target.target);
+    }
+    return std::nullopt;
   }
 
   // When a backlog reaches 0 at its pace over the window (CatchUpSeconds); 0 once it does not

@@ -56,6 +56,7 @@ struct GroupFindings {
   // Seconds until the group's lag reaches 0 at the pace it shrank over the diagnosis window
   // (+Inf: not shrinking; none: too little history). See CatchUpSeconds.
   std::optional<double> catch_up_seconds;
+  std::optional<double> lateness_target_seconds;  // the first matching group target, if any
 };
 
 struct KafkaFindings {
@@ -74,6 +75,7 @@ struct SourceFindings {
   std::string commit_mode = "unknown";
   // Seconds until the source's Flink-side lag reaches 0 at the pace it shrank over the window.
   std::optional<double> catch_up_seconds;
+  std::optional<double> lateness_target_seconds;  // the first matching job target, if any
 };
 
 struct FlinkFindings {

@@ -466,7 +466,8 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
   reader.RequireOnlyKeys(node, path,
                          {"window", "confirm_polls", "lag_threshold_records", "lag_threshold",
                           "expiry_warning_ratio", "checkpoint_stale_gaps", "commit_failure_ratio",
-                          "stalled_commit_periods", "restart_loop_restarts", "job_gone_after"});
+                          "stalled_commit_periods", "restart_loop_restarts", "job_gone_after",
+                          "lateness_targets"});
   DiagnosisConfig diagnosis;
   if (node["window"]) {
     diagnosis.window =
@@ -507,6 +508,32 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
   if (node["job_gone_after"]) {
     diagnosis.job_gone_after = reader.Duration(node["job_gone_after"], path + ".job_gone_after",
                                                std::chrono::seconds(1), std::chrono::hours(24));
+  }
+  if (const YAML::Node targets = node["lateness_targets"]; targets && !targets.IsNull()) {
+    const std::string targets_path = path + ".lateness_targets";
+    if (!targets.IsSequence()) {
+      reader.Fail(targets, targets_path, "must be a list of {job or group, target}");
+    }
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      const std::string item_path = targets_path + "[" + std::to_string(i) + "]";
+      const YAML::Node item = targets[i];
+      reader.RequireMap(item, item_path);
+      reader.RequireOnlyKeys(item, item_path, {"job", "group", "target"});
+      if (item["job"].IsDefined() == item["group"].IsDefined()) {
+        reader.Fail(item, item_path, "needs exactly one of \"job\" (a job name pattern) or "
+                                     "\"group\" (a consumer group pattern)");
+      }
+      if (!item["target"]) reader.Fail(item, item_path, "missing required key \"target\"");
+      const bool of_jobs = item["job"].IsDefined();
+      const std::string key = of_jobs ? "job" : "group";
+      auto pattern = Pattern::Compile(reader.String(item[key], item_path + "." + key));
+      if (!pattern) reader.Fail(item[key], item_path + "." + key, pattern.error().message);
+      diagnosis.lateness_targets.push_back(
+          {of_jobs ? LatenessTarget::Of::kJobs : LatenessTarget::Of::kGroups,
+           std::move(pattern).value(),
+           reader.Duration(item["target"], item_path + ".target", std::chrono::seconds(1),
+                           std::chrono::days(30))});
+    }
   }
   return diagnosis;
 }

@@ -74,6 +74,17 @@ struct FlinkClusterConfig {
   friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
 };
 
+// A lateness objective: how old (lag in seconds) the data of the Flink jobs whose name, or of
+// the consumer groups whose id, fully matches `pattern` may get. The first matching one applies.
+struct LatenessTarget {
+  enum class Of { kJobs, kGroups };
+  Of of = Of::kJobs;
+  Pattern pattern;
+  std::chrono::milliseconds target{};
+
+  friend bool operator==(const LatenessTarget&, const LatenessTarget&) = default;
+};
+
 // How the diagnosis judges each job<->group pair and each Kafka-only group (README: "Diagnosis").
 struct DiagnosisConfig {
   // The span of history the trends (growing lag, failing commits, sawtooth) are judged over.
@@ -99,6 +110,8 @@ struct DiagnosisConfig {
   int restart_loop_restarts = 3;
   // A job that vanished is job_gone after this long (a redeploy takes less), while its group lags.
   std::chrono::milliseconds job_gone_after{std::chrono::minutes(2)};
+  // Exported as gauges for the "late beyond target" alerts; none by default.
+  std::vector<LatenessTarget> lateness_targets;
 
   friend bool operator==(const DiagnosisConfig&, const DiagnosisConfig&) = default;
 };

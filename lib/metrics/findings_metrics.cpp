@@ -1,5 +1,6 @@
 #include "metrics/findings_metrics.h"
 
+#include <set>
 #include <string>
 
 namespace lagsight::metrics {
@@ -25,6 +26,16 @@ constexpr MetricDef kSourceCatchUp{
     "lagsight_flink_source_catch_up_seconds",
     "Seconds until the source's Flink-side lag reaches 0 at the pace it shrank over the "
     "diagnosis window; +Inf while it is not shrinking, 0 when there is none.",
+    MetricType::Gauge};
+constexpr MetricDef kGroupTarget{
+    "lagsight_kafka_group_lateness_target_seconds",
+    "The configured lateness target of the group (diagnosis.lateness_targets): how old its "
+    "oldest unconsumed record may get.",
+    MetricType::Gauge};
+constexpr MetricDef kJobTarget{
+    "lagsight_flink_job_lateness_target_seconds",
+    "The configured lateness target of the Flink job (diagnosis.lateness_targets): how old its "
+    "next record may get.",
     MetricType::Gauge};
 constexpr MetricDef kLastCommit{
     "lagsight_kafka_group_last_commit_timestamp_seconds",
@@ -91,6 +102,9 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
       }
       if (group.max_lag_seconds) builder.Add(kMaxLagSeconds, group_labels, *group.max_lag_seconds);
       if (group.catch_up_seconds) builder.Add(kGroupCatchUp, group_labels, *group.catch_up_seconds);
+      if (group.lateness_target_seconds) {
+        builder.Add(kGroupTarget, group_labels, *group.lateness_target_seconds);
+      }
       builder.Add(kLastCommit, group_labels, group.last_commit_time);
       if (group.offsets_expiry_seconds) {
         builder.Add(kExpiry, group_labels, *group.offsets_expiry_seconds);
@@ -105,7 +119,15 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
     }
   }
   for (const auto& [cluster, flink] : findings.flink) {
+    std::set<std::string> jobs_with_target;  // one series per job, however many sources
     for (const analysis::SourceFindings& source : flink.sources) {
+      if (source.lateness_target_seconds && jobs_with_target.insert(source.job_id).second) {
+        builder.Add(kJobTarget,
+                    {{"flink_cluster", cluster},
+                     {"job_id", source.job_id},
+                     {"job_name", source.job_name}},
+                    *source.lateness_target_seconds);
+      }
       Labels labels{{"flink_cluster", cluster},
                     {"job_id", source.job_id},
                     {"job_name", source.job_name},

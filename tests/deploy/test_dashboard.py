@@ -99,6 +99,7 @@ class DashboardTest(unittest.TestCase):
                        "lagsight_flink_checkpoint_age_seconds", "lagsight_flink_checkpoint_interval_seconds",
                        "lagsight_flink_source_commits_failed_total", "lagsight_flink_source_commit_failure_ratio",
                        "lagsight_kafka_group_max_lag_seconds", "lagsight_flink_source_emit_event_time_lag_seconds",
+                       "lagsight_flink_topic_max_lag_seconds", "lagsight_flink_source_catch_up_seconds",
                        "lagsight_diagnosis", "lagsight_kafka_group_committed_offset",
                        "lagsight_kafka_partition_latest_offset", "lagsight_kafka_group_offsets_expiry_seconds"):
             self.assertIn(metric, exprs)
@@ -154,6 +155,10 @@ class DashboardTest(unittest.TestCase):
                 ("lagsight_flink_source_commit_failure_ratio", f'{job},source="orders-source"', "0x60"),
                 ("lagsight_flink_source_emit_event_time_lag_seconds", f'{job},source="orders-source"', "1x60"),
                 ("lagsight_flink_source_pending_records", f'{job},source="orders-source"', "5x60"),
+                ("lagsight_flink_topic_max_lag_seconds", f'{job},source="orders-source",topic="orders.v2"', "2x60"),
+                ("lagsight_flink_job_lateness_target_seconds", job, "300x60"),
+                ("lagsight_flink_source_catch_up_seconds", f'{job},source="orders-source"', "0x60"),
+                ("lagsight_kafka_group_catch_up_seconds", group, "0x60"),
                 ("lagsight_kafka_group_committed_offset", f"{group},{partition}", "0+500x60"),
                 ("lagsight_kafka_group_lag_seconds", f'{group},{partition},method="record_timestamp"', "1x60"),
                 ("lagsight_kafka_group_sawtooth_period_seconds", group, "600x60"),

@@ -204,3 +204,55 @@ def test_record_reader_joins_no_group_with_lagsight_running(kafka_broker, start_
                         kafka_cluster=lagsight.cluster) == 0
     groups_after = {g.group for g in kafka.consumer_groups_list_with_state_and_type(bootstrap)}
     assert groups_after == groups_before
+
+
+def test_lag_seconds_with_producer_timestamps_that_cannot_be_true(kafka_broker, start_lagsight,
+                                                                  unique_prefix):
+    """A CreateTime is the producer's clock. Half an hour in the future would read as 0 s and
+    hide the lag; 1 ms after the epoch would read as 56 years and page. lagsight saw log end pass
+    those records (it was running when they were written), so it gives the age from that, and
+    method says why; a plausible CreateTime beside them is still used as it is."""
+    bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
+    topic, group = f"{prefix}-clocks", f"{prefix}-clocks-reader"
+    workload.create_topic(bootstrap, topic, 3)
+    lagsight = start_lagsight(bootstrap, groups={"allow": [f"{prefix}-.*"]},
+                              topics={"allow": [f"{prefix}-.*"]})
+    # A first commit at offset 0 on empty partitions: lagsight keeps the partitions' log-end
+    # history from before the records exist.
+    workload.commit_without_joining(bootstrap, group, {(topic, p): 0 for p in range(3)})
+    lagsight.wait_for(lambda m: promtext.select(m, "lagsight_kafka_group_lag_records",
+                                                group=group),
+                      "the group's partitions in lagsight, before any record")
+    time.sleep(3)  # a few log-end samples at 0
+
+    written_at = time.time()
+    now_ms = int(written_at * 1000)
+    produce_with_timestamps(bootstrap, topic, 0, [now_ms + 30 * 60 * 1000] * 3)  # ahead
+    produce_with_timestamps(bootstrap, topic, 1, [1] * 3)  # the epoch (0 means "now" here)
+    produce_with_timestamps(bootstrap, topic, 2, [now_ms - 5_000] * 3)  # a plausible clock
+    written_by = time.time()
+    stored = {p: workload.record_timestamp_ms(bootstrap, topic, p, 0) for p in range(3)}
+    assert stored == {0: now_ms + 30 * 60 * 1000, 1: 1, 2: now_ms - 5_000}, stored
+
+    def ages(m: promtext.Samples) -> dict[int, tuple[str, float]]:
+        return {int(dict(labels)["partition"]): (dict(labels)["method"], value)
+                for labels, value in promtext.select(m, LAG_SECONDS, group=group,
+                                                     topic=topic).items()}
+
+    want = {0: "interpolated_implausible_timestamp", 1: "interpolated_implausible_timestamp",
+            2: "record_timestamp"}
+    metrics = lagsight.wait_for(
+        lambda m: {p: method for p, (method, _) in ages(m).items()} == want,
+        f"lag in seconds by {want}")
+    scraped_at = time.time()
+    seen = ages(metrics)
+    # Interpolated: the record was written between two 1 s polls around the produce call.
+    for partition in (0, 1):
+        age = seen[partition][1]
+        assert scraped_at - written_by - 3 <= age <= scraped_at - written_at + 2, (partition, age)
+    # The plausible one is its own timestamp's age (5 s older than the write).
+    age = seen[2][1]
+    expected = scraped_at - (now_ms - 5_000) / 1000
+    assert expected - 4 <= age <= expected + 1, age
+    # Nothing reads as decades, nothing hides as 0.
+    assert all(0 < value < 600 for _, value in seen.values()), seen

@@ -76,6 +76,14 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(parsed->diagnosis.confirm_polls == 3);
   CHECK(parsed->diagnosis.lag_threshold_records == 5000);
   CHECK(parsed->diagnosis.expiry_warning_ratio == 0.1);
+  const auto& targets = parsed->diagnosis.lateness_targets;
+  REQUIRE(targets.size() == 3);
+  CHECK(targets[0].of == lagsight::config::LatenessTarget::Of::kJobs);
+  CHECK(targets[0].pattern.FullMatch("orders-enrichment"));
+  CHECK(targets[0].target == std::chrono::minutes(5));
+  CHECK(targets[1].of == lagsight::config::LatenessTarget::Of::kGroups);
+  CHECK(targets[1].target == std::chrono::seconds(90));
+  CHECK(targets[2].target == std::chrono::hours(1));
 }
 
 TEST_CASE("the diagnosis section has defaults") {
