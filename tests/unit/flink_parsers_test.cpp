@@ -168,6 +168,21 @@ TEST_CASE("counters sum, lags max, offsets per partition, -1 means unset") {
   CHECK_FALSE(reader.pending_records.has_value());
 }
 
+TEST_CASE("Flink's -1 for an event-time lag not known yet is left out, not reported as a lag") {
+  // currentEmitEventTimeLag is -1 until the subtask emitted a record; a source with two idle
+  // subtasks and none that emitted has no emit lag at all.
+  const SourceReader idle = CombineSourceMetrics("v", "Source: s",
+                                                 {{"0.Source__s.currentEmitEventTimeLag", -1},
+                                                  {"1.Source__s.currentEmitEventTimeLag", -1},
+                                                  {"0.Source__s.watermarkLag", -1}});
+  CHECK_FALSE(idle.emit_event_time_lag_ms.has_value());
+  CHECK_FALSE(idle.watermark_lag_ms.has_value());
+  const SourceReader one = CombineSourceMetrics("v", "Source: s",
+                                                {{"0.Source__s.currentEmitEventTimeLag", -1},
+                                                 {"1.Source__s.currentEmitEventTimeLag", 250}});
+  CHECK(*one.emit_event_time_lag_ms == 250);
+}
+
 TEST_CASE("metric queries are split to keep URLs short") {
   std::vector<std::string> ids(100, std::string(50, 'a'));
   const auto batches = BatchMetricQueries(ids, 1000);
