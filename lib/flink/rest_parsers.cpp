@@ -316,6 +316,7 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
       {"pendingRecords", Kind::kPendingRecords},
       {"currentEmitEventTimeLag", Kind::kEmitEventTimeLag},
       {"watermarkLag", Kind::kWatermarkLag},
+      {"sourceIdleTime", Kind::kSourceIdleTime},
   };
   for (const auto& [suffix, kind] : kSuffixes) {
     if (ends_with(suffix)) {
@@ -348,6 +349,8 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
   const auto max = [](std::optional<double>& into, double value) {
     into = std::max(into.value_or(value), value);
   };
+  std::map<int, double> emit_lag_by_subtask;
+  std::map<int, double> idle_by_subtask;
   for (const auto& [id, value] : values) {
     if (!value) continue;
     const auto classified = ClassifySourceMetricId(id);
@@ -386,10 +389,16 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         break;
       case Kind::kEmitEventTimeLag:
         // -1 until the subtask emitted its first record: unset, not "1 ms ahead".
-        if (*value >= 0) max(reader.emit_event_time_lag_ms, *value);
+        if (*value >= 0) emit_lag_by_subtask[classified->subtask] = *value;
+        break;
+      case Kind::kSourceIdleTime:
+        if (*value >= 0) idle_by_subtask[classified->subtask] = *value;
         break;
       case Kind::kWatermarkLag:
-        if (*value >= 0) max(reader.watermark_lag_ms, *value);
+        if (*value >= 0) {
+          max(reader.watermark_lag_ms, *value);
+          reader.subtask_watermark_lag_ms[classified->subtask] = *value;
+        }
         break;
       case Kind::kBusyTime:
         max(reader.busy_ms_per_second, *value);
@@ -401,6 +410,11 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         max(reader.idle_ms_per_second, *value);
         break;
     }
+  }
+  for (const auto& [subtask, lag] : emit_lag_by_subtask) {
+    const auto idle = idle_by_subtask.find(subtask);
+    if (idle != idle_by_subtask.end() && idle->second > kEmitLagFrozenAfterMs) continue;
+    max(reader.emit_event_time_lag_ms, lag);
   }
   return reader;
 }

@@ -87,6 +87,10 @@ constexpr MetricDef kEmitLag{"lagsight_flink_source_emit_event_time_lag_seconds"
 constexpr MetricDef kWatermarkLag{"lagsight_flink_source_watermark_lag_seconds",
                                   "watermarkLag of the source (max over subtasks).",
                                   MetricType::Gauge};
+constexpr MetricDef kSubtaskWatermarkLag{
+    "lagsight_flink_source_subtask_watermark_lag_seconds",
+    "watermarkLag of each subtask of the source: the largest holds the job's watermark back.",
+    MetricType::Gauge};
 constexpr MetricDef kBusy{"lagsight_flink_source_busy_ratio",
                           "busyTimeMsPerSecond / 1000 of the source's busiest subtask.",
                           MetricType::Gauge};
@@ -194,6 +198,11 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       AddIf(out, kBusy, labels, source.busy_ms_per_second, 0.001);
       AddIf(out, kBackPressured, labels, source.backpressured_ms_per_second, 0.001);
       AddIf(out, kIdle, labels, source.idle_ms_per_second, 0.001);
+      for (const auto& [subtask, lag_ms] : source.subtask_watermark_lag_ms) {
+        Labels subtask_labels = labels;
+        subtask_labels.emplace_back("subtask", std::to_string(subtask));
+        out.Add(kSubtaskWatermarkLag, subtask_labels, lag_ms * 0.001);
+      }
     }
   }
   // One line per job and group, however many of the job's sources commit to it (the series

@@ -184,7 +184,8 @@ class Env:
 
 
 def lagsight_config(bootstrap: str, rest_url: str) -> dict:
-    """Both sides polled every second; the diagnosis at its defaults (window 5m)."""
+    """Both sides polled every second; the diagnosis at its defaults (window 5m), with a
+    lateness target for every job (the dashboard draws it; an hour: it never pages here)."""
     return {
         "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                    "request_timeout": "5s",
@@ -192,6 +193,7 @@ def lagsight_config(bootstrap: str, rest_url: str) -> dict:
                    "topics": {"allow": [f"{PREFIX}-.*"]}}],
         "flink": [{"name": FLINK_CLUSTER, "rest_url": rest_url, "kafka_cluster": CLUSTER,
                    "poll_interval": "1s", "request_timeout": "5s"}],
+        "diagnosis": {"lateness_targets": [{"job": ".*", "target": "1h"}]},
     }
 
 
