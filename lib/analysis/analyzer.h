@@ -9,16 +9,17 @@
 //     period), the times of offset regressions in the window, the last commit lagsight saw and
 //     since when each partition's committed offset stands;
 //   - per Flink job: checkpoint, restart and commit counters (64 x 64 B), its lifecycle (since
-//     when it is (not) running, since when it is missing) and its sticky group association;
+//     when it is (not) running, since when it is missing), its sticky group association and, per
+//     source, its Flink-side backlog (64 x 16 B) for the catch-up time;
 //   - per job<->group pair: Flink/Kafka lag samples (64 x 24 B), since when each partition's
 //     position stands, whether the job moved back behind its group, and the verdict.
-// That is about 1 KiB per partition, 3 KiB per group and 8 KiB per job. A source blip forgets
-// nothing: a Flink poll that fails, or a job missing from one poll, holds the pair's verdict
-// (and all its history) as it was; a job missing for longer is `job_gone` while its group lags,
-// and forgotten `job_gone_after` + 3 windows after it vanished. Groups and partitions that
-// vanished are dropped at the next poll of their cluster.
-// The diagnosis is re-judged at each Kafka poll of the pair's cluster (so `confirm_polls` counts
-// Kafka polls); a Flink poll updates the job's history and its joins.
+// That is about 1 KiB per partition, 3 KiB per group and 8 KiB per job (1 more per source). A
+// source blip forgets nothing: a Flink poll that fails, or a job missing from one poll, holds the
+// pair's verdict (and all its history) as it was; a job missing for longer is `job_gone` while its
+// group lags, and forgotten `job_gone_after` + 3 windows after it vanished. Groups and partitions
+// that vanished are dropped at the next poll of their cluster. The diagnosis is re-judged at each
+// Kafka poll of the pair's cluster (so `confirm_polls` counts Kafka polls); a Flink poll updates
+// the job's history and its joins.
 #pragma once
 
 #include <map>
