@@ -316,7 +316,6 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
       {"pendingRecords", Kind::kPendingRecords},
       {"currentEmitEventTimeLag", Kind::kEmitEventTimeLag},
       {"watermarkLag", Kind::kWatermarkLag},
-      {"sourceIdleTime", Kind::kSourceIdleTime},
   };
   for (const auto& [suffix, kind] : kSuffixes) {
     if (ends_with(suffix)) {
@@ -349,8 +348,6 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
   const auto max = [](std::optional<double>& into, double value) {
     into = std::max(into.value_or(value), value);
   };
-  std::map<int, double> emit_lag_by_subtask;
-  std::map<int, double> idle_by_subtask;
   for (const auto& [id, value] : values) {
     if (!value) continue;
     const auto classified = ClassifySourceMetricId(id);
@@ -389,10 +386,7 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         break;
       case Kind::kEmitEventTimeLag:
         // -1 until the subtask emitted its first record: unset, not "1 ms ahead".
-        if (*value >= 0) emit_lag_by_subtask[classified->subtask] = *value;
-        break;
-      case Kind::kSourceIdleTime:
-        if (*value >= 0) idle_by_subtask[classified->subtask] = *value;
+        if (*value >= 0) max(reader.emit_event_time_lag_ms, *value);
         break;
       case Kind::kWatermarkLag:
         if (*value >= 0) {
@@ -410,11 +404,6 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
         max(reader.idle_ms_per_second, *value);
         break;
     }
-  }
-  for (const auto& [subtask, lag] : emit_lag_by_subtask) {
-    const auto idle = idle_by_subtask.find(subtask);
-    if (idle != idle_by_subtask.end() && idle->second > kEmitLagFrozenAfterMs) continue;
-    max(reader.emit_event_time_lag_ms, lag);
   }
   return reader;
 }

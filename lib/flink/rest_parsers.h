@@ -57,15 +57,9 @@ struct SourceMetricId {
     kBusyTime,
     kBackPressuredTime,
     kIdleTime,
-    kSourceIdleTime,  // sourceIdleTime: ms since the subtask last processed a record
   } kind = Kind::kCurrentOffset;
   std::optional<MetricTopicPartition> partition;  // for the two offset kinds
 };
-
-// A subtask that processed no record for longer than this (sourceIdleTime) reports the
-// currentEmitEventTimeLag of its last record, frozen: it is left out of the source's emit lag.
-// One metric refresh (Flink's default metrics.fetcher.update-interval).
-inline constexpr double kEmitLagFrozenAfterMs = 10'000;
 
 // Recognises the ids lagsight reads from a source vertex; std::nullopt for all others.
 std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id);

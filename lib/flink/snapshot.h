@@ -88,11 +88,9 @@ struct SourceReader {
   std::optional<double> commits_succeeded;  // summed over subtasks
   std::optional<double> commits_failed;
   std::optional<double> pending_records;
-  std::optional<double> records_lag_max;  // maxed
-  // Maxed over the subtasks that emitted a record within kEmitLagFrozenAfterMs: an idle
-  // subtask's currentEmitEventTimeLag is frozen at its last record.
-  std::optional<double> emit_event_time_lag_ms;
-  std::optional<double> watermark_lag_ms;  // maxed
+  std::optional<double> records_lag_max;         // maxed
+  std::optional<double> emit_event_time_lag_ms;  // maxed
+  std::optional<double> watermark_lag_ms;        // maxed
   // watermarkLag per subtask index: the one with the largest holds the job's watermark back.
   std::map<int, double> subtask_watermark_lag_ms;
   std::optional<double> busy_ms_per_second;  // maxed: the busiest subtask limits the vertex
