@@ -34,6 +34,9 @@ Result<Pattern> Pattern::Compile(std::string text) {
 }
 
 bool Pattern::FullMatch(std::string_view name) const {
+  // A default-constructed Pattern (a config struct built by hand, not by Compile) matches
+  // nothing instead of dereferencing a null regex.
+  if (!regex_) return false;
   return RE2::FullMatch(re2::StringPiece(name.data(), name.size()), *regex_);
 }
 

@@ -31,6 +31,7 @@ inline constexpr std::size_t kMaxPatternLength = 1024;
 class Pattern {
  public:
   static Result<Pattern> Compile(std::string text);
+  // False for a default-constructed Pattern, which matches nothing.
   bool FullMatch(std::string_view name) const;
   const std::string& text() const { return text_; }
   friend bool operator==(const Pattern& a, const Pattern& b) { return a.text_ == b.text_; }

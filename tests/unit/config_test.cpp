@@ -133,3 +133,9 @@ TEST_CASE("names of 100,000 characters are matched safely against the example co
   CHECK_FALSE(flink.groups[0].job.FullMatch("orders-enrichment" + long_tail));
   CHECK(flink.groups[0].job.FullMatch("orders-enrichment"));
 }
+
+TEST_CASE("a default-constructed pattern (a lateness target built by hand) matches nothing") {
+  const lagsight::config::LatenessTarget target;
+  CHECK_FALSE(target.pattern.FullMatch("orders-enrichment"));
+  CHECK_FALSE(target.pattern.FullMatch(""));
+}
