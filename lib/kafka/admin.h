@@ -85,7 +85,10 @@ class KafkaAdmin {
 
   // Each configured bootstrap address asked through a client of its own (bootstrap.servers =
   // that address alone), in config order: the cluster id and partition counts it answers with
-  // (unfiltered). The addresses are asked at the same time, each bounded by `timeout`.
+  // (unfiltered). The addresses are asked at the same time, each bounded by `timeout`. With
+  // several addresses the other requests work only after an answer in which the addresses that
+  // answered agree on one cluster id, and reach the cluster through those addresses alone; after
+  // an answer with two ids they fail, naming them.
   virtual std::vector<BootstrapIdentity> IdentifyBootstraps(std::chrono::milliseconds timeout) = 0;
 
   // The value of a broker configuration entry (e.g. "offsets.retention.minutes") as one of the

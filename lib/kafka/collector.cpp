@@ -162,6 +162,22 @@ Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAd
 Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
   KafkaSnapshot snapshot;
+  if (cluster_.bootstrap_servers.size() > 1) {
+    // First, each through a client of its own: whether the addresses name one cluster decides
+    // whether anything is read through them (KafkaAdmin::IdentifyBootstraps).
+    snapshot.bootstraps = admin_->IdentifyBootstraps(deadline.NextRequest());
+    for (BootstrapIdentity& bootstrap : snapshot.bootstraps) {
+      bootstrap.topic_partitions = AcceptedTopics(bootstrap.topic_partitions);
+    }
+    if (ClusterMismatch(snapshot)) {
+      // Reported, not failed: the mismatch itself is what the poll has to say.
+      snapshot.partial_errors.push_back(
+          "no group or offset is read: the bootstrap addresses name different clusters (" +
+          AnsweredClusterIds(snapshot.bootstraps) +
+          "); list the addresses of one cluster in bootstrap_servers");
+      return snapshot;
+    }
+  }
 
   auto listed = admin_->ListGroups(deadline.NextRequest());
   if (!listed) return listed.error();
@@ -236,7 +252,16 @@ Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   }
 
   snapshot.cluster_id = admin_->ClusterId();
-  ReadBootstraps(*counts, deadline.NextRequest(), snapshot);
+  if (cluster_.bootstrap_servers.size() <= 1) {
+    // One address: the main client reached the cluster through it, so its answer is that
+    // address's.
+    BootstrapIdentity only;
+    if (!cluster_.bootstrap_servers.empty()) only.address = cluster_.bootstrap_servers.front();
+    only.cluster_id = snapshot.cluster_id;
+    if (!only.cluster_id) only.error = "the cluster reported no cluster id";
+    only.topic_partitions = AcceptedTopics(*counts);
+    snapshot.bootstraps.push_back(std::move(only));
+  }
   ReadRetention(deadline.NextRequest(), snapshot);
   // Lag in seconds is a refinement: it may take at most half of what is left of the poll, so a
   // slow fetch never makes the poll itself overrun.
@@ -253,29 +278,13 @@ Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   return snapshot;
 }
 
-void Collector::ReadBootstraps(const std::map<std::string, std::int32_t>& all_counts,
-                               milliseconds timeout, KafkaSnapshot& snapshot) {
-  const auto filtered = [this](const std::map<std::string, std::int32_t>& counts) {
-    std::map<std::string, std::int32_t> accepted;
-    for (const auto& [topic, count] : counts) {
-      if (cluster_.topics.Accepts(topic)) accepted.emplace(topic, count);
-    }
-    return accepted;
-  };
-  if (cluster_.bootstrap_servers.size() > 1) {
-    snapshot.bootstraps = admin_->IdentifyBootstraps(timeout);
-    for (BootstrapIdentity& bootstrap : snapshot.bootstraps) {
-      bootstrap.topic_partitions = filtered(bootstrap.topic_partitions);
-    }
-    return;
+std::map<std::string, std::int32_t> Collector::AcceptedTopics(
+    const std::map<std::string, std::int32_t>& counts) const {
+  std::map<std::string, std::int32_t> accepted;
+  for (const auto& [topic, count] : counts) {
+    if (cluster_.topics.Accepts(topic)) accepted.emplace(topic, count);
   }
-  // One address: the main client reached the cluster through it, so its answer is that address's.
-  BootstrapIdentity only;
-  if (!cluster_.bootstrap_servers.empty()) only.address = cluster_.bootstrap_servers.front();
-  only.cluster_id = snapshot.cluster_id;
-  if (!only.cluster_id) only.error = "the cluster reported no cluster id";
-  only.topic_partitions = filtered(all_counts);
-  snapshot.bootstraps.push_back(std::move(only));
+  return accepted;
 }
 
 void Collector::ReadRetention(milliseconds timeout, KafkaSnapshot& snapshot) {

@@ -6,6 +6,10 @@
 // committed on (after the topic filter). Every call is bounded by request_timeout and the
 // whole poll by poll_timeout. Poll() blocks: run it on a worker thread, one at a time.
 //
+// With several bootstrap addresses a poll first asks each address on its own which cluster
+// answers there; when two cluster ids answer, nothing else is read (one client must not talk to
+// two clusters) and the snapshot holds just those answers and a partial error saying so.
+//
 // A poll also reads what the derived signals need: the cluster id seen through each bootstrap
 // address, the broker's offsets.retention.minutes (re-read every few minutes), and the timestamp
 // of each lagging group's oldest unconsumed record and of the next record of each lagging Flink
@@ -51,8 +55,9 @@ class Collector {
   static constexpr std::chrono::minutes kRetentionRefresh{5};
 
  private:
-  void ReadBootstraps(const std::map<std::string, std::int32_t>& all_counts,
-                      std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
+  // The topics of `counts` that the topic filter accepts.
+  std::map<std::string, std::int32_t> AcceptedTopics(
+      const std::map<std::string, std::int32_t>& counts) const;
   void ReadRetention(std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
   void ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wanted,
                             std::chrono::milliseconds request_timeout,

@@ -221,38 +221,95 @@ std::optional<std::string> CachedClusterId(rd_kafka_t* handle) {
 Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
     const config::KafkaClusterConfig& cluster) {
   std::map<std::string, std::string> properties = ClientProperties(cluster);
-  auto client_errors = std::make_unique<ClientErrors>();
-  auto handle = NewClient<RdKafkaDeleter>(properties, cluster.name, client_errors.get());
-  if (!handle) return handle.error();
-  std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue(rd_kafka_queue_new(handle->get()));
-
-  std::vector<std::pair<std::string, Handle>> bootstrap_clients;
+  std::vector<BootstrapClient> bootstrap_clients;
   if (cluster.bootstrap_servers.size() > 1) {
     for (const std::string& address : cluster.bootstrap_servers) {
       std::map<std::string, std::string> alone = properties;
       alone["bootstrap.servers"] = address;
-      auto client = NewClient<RdKafkaDeleter>(alone, cluster.name);
+      auto errors = std::make_unique<ClientErrors>();
+      auto client = NewClient<RdKafkaDeleter>(alone, cluster.name, errors.get());
       if (!client) return client.error();
-      bootstrap_clients.emplace_back(address, std::move(client).value());
+      bootstrap_clients.push_back({address, std::move(errors), std::move(client).value()});
     }
   }
-  return std::unique_ptr<RdKafkaAdmin>(
-      new RdKafkaAdmin(cluster.name, std::move(properties), std::move(client_errors),
-                       std::move(handle).value(), std::move(queue), std::move(bootstrap_clients)));
+  std::unique_ptr<RdKafkaAdmin> admin(
+      new RdKafkaAdmin(cluster.name, std::move(properties), std::move(bootstrap_clients)));
+  if (admin->bootstrap_clients_.empty()) {
+    // One address: nothing to tell apart, the main client is the only one.
+    if (auto failed = admin->OpenClusterClients(admin->properties_["bootstrap.servers"])) {
+      return *failed;
+    }
+  }
+  return admin;
 }
 
 RdKafkaAdmin::RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
-                           std::unique_ptr<ClientErrors> client_errors, Handle handle,
-                           std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
-                           std::vector<std::pair<std::string, Handle>> bootstrap_clients)
+                           std::vector<BootstrapClient> bootstrap_clients)
     : cluster_name_(std::move(cluster_name)),
       properties_(std::move(properties)),
-      client_errors_(std::move(client_errors)),
-      handle_(std::move(handle)),
-      queue_(std::move(queue)),
+      client_errors_(std::make_unique<ClientErrors>()),
+      closed_reason_("the bootstrap addresses have not been asked which cluster they belong to"),
       bootstrap_clients_(std::move(bootstrap_clients)) {}
 
 RdKafkaAdmin::~RdKafkaAdmin() = default;
+
+std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstrap_servers) {
+  std::map<std::string, std::string> properties = properties_;
+  properties["bootstrap.servers"] = bootstrap_servers;
+  auto handle = NewClient<RdKafkaDeleter>(properties, cluster_name_, client_errors_.get());
+  if (!handle) return handle.error();
+  properties_ = std::move(properties);
+  handle_ = std::move(handle).value();
+  queue_.reset(rd_kafka_queue_new(handle_.get()));
+  closed_reason_.clear();
+  return std::nullopt;
+}
+
+void RdKafkaAdmin::CloseClusterClients(std::string reason) {
+  record_reader_.reset();
+  queue_.reset();
+  handle_.reset();
+  opened_for_cluster_id_.reset();
+  closed_reason_ = std::move(reason);
+}
+
+void RdKafkaAdmin::FollowBootstraps(const std::vector<BootstrapIdentity>& identities) {
+  std::optional<std::string> agreed;
+  std::string answered;  // the addresses that answered, comma-separated
+  std::string not_answered;
+  for (const BootstrapIdentity& identity : identities) {
+    if (!identity.cluster_id) {
+      not_answered += (not_answered.empty() ? "" : "; ") + identity.address + ": " + identity.error;
+      continue;
+    }
+    if (agreed && *agreed != *identity.cluster_id) {
+      const std::string ids = AnsweredClusterIds(identities);
+      if (handle_) {
+        spdlog::warn(
+            "kafka cluster \"{}\": the bootstrap addresses name different clusters ({}); "
+            "closing the client that read through all of them",
+            cluster_name_, ids);
+      }
+      CloseClusterClients("not read: the bootstrap addresses name different clusters (" + ids +
+                          "), and one client must not talk to two clusters");
+      return;
+    }
+    agreed = identity.cluster_id;
+    answered += (answered.empty() ? "" : ",") + identity.address;
+  }
+  if (!agreed) {
+    // Nothing is known to agree; an open client stays, so an outage is reported as one.
+    if (!handle_) closed_reason_ = "no bootstrap address answered (" + not_answered + ")";
+    return;
+  }
+  if (handle_ && opened_for_cluster_id_ == agreed) return;
+  if (handle_) CloseClusterClients("the cluster behind the bootstrap addresses changed");
+  if (auto failed = OpenClusterClients(answered)) {
+    closed_reason_ = failed->message;
+    return;
+  }
+  opened_for_cluster_id_ = agreed;
+}
 
 std::string RdKafkaAdmin::WithClientError(std::string message) {
   rd_kafka_poll(handle_.get(), 0);  // run the error callbacks queued while the request waited
@@ -269,6 +326,7 @@ std::string RdKafkaAdmin::WithClientError(std::string message) {
 }
 
 Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout) {
+  if (!handle_) return Error{"listing consumer groups: " + closed_reason_};
   rd_kafka_poll(handle_.get(), 0);  // serve error callbacks so their events do not pile up
   void* token = NextToken();
   auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeout, token);
@@ -310,6 +368,7 @@ Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout)
 Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
     const std::vector<std::string>& ids, milliseconds timeout) {
   if (ids.empty()) return std::vector<GroupDescription>{};
+  if (!handle_) return Error{"describing consumer groups: " + closed_reason_};
   void* token = NextToken();
   auto options =
       MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout, token);
@@ -361,6 +420,10 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
     const std::vector<std::string>& ids, int max_in_flight, milliseconds request_timeout,
     milliseconds total_timeout) {
   std::vector<Result<CommittedOffsets>> results(ids.size(), Error{"not requested"});
+  if (!handle_) {
+    for (auto& result : results) result = Error{closed_reason_};
+    return results;
+  }
   // librdkafka 2.0.2 takes one group per ListConsumerGroupOffsets call; keeping a window of
   // calls in flight avoids both serializing thousands of groups and flooding the coordinators.
   std::map<void*, std::size_t> in_flight;  // token -> index into ids
@@ -443,6 +506,7 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
 
 Result<std::map<std::string, std::int32_t>> RdKafkaAdmin::TopicPartitionCounts(
     milliseconds timeout) {
+  if (!handle_) return Error{"reading topic metadata: " + closed_reason_};
   auto counts = PartitionCounts(handle_.get(), timeout);
   if (!counts) return Error{WithClientError(counts.error().message)};
   return counts;
@@ -452,6 +516,7 @@ Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition
                                                 OffsetSpec spec, milliseconds timeout) {
   ListedOffsets answer;
   if (partitions.empty()) return answer;
+  if (!handle_) return Error{"listing offsets: " + closed_reason_};
   std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
       rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
   const std::int64_t query =
@@ -479,24 +544,35 @@ Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition
   return answer;
 }
 
-std::optional<std::string> RdKafkaAdmin::ClusterId() { return CachedClusterId(handle_.get()); }
+std::optional<std::string> RdKafkaAdmin::ClusterId() {
+  if (!handle_) return std::nullopt;
+  return CachedClusterId(handle_.get());
+}
 
 std::vector<BootstrapIdentity> RdKafkaAdmin::IdentifyBootstraps(milliseconds timeout) {
   // Asked at the same time: an address that does not answer costs one timeout, not one each.
   std::vector<std::future<BootstrapIdentity>> answers;
   answers.reserve(bootstrap_clients_.size());
-  for (const auto& [address, client] : bootstrap_clients_) {
-    answers.push_back(std::async(std::launch::async, [&address, handle = client.get(), timeout] {
-      rd_kafka_poll(handle, 0);  // serve error callbacks so their events do not pile up
+  for (const BootstrapClient& client : bootstrap_clients_) {
+    answers.push_back(std::async(std::launch::async, [&client, timeout] {
+      rd_kafka_t* handle = client.handle.get();
+      rd_kafka_poll(handle, 0);  // run the error callbacks, so the latest error is known
       BootstrapIdentity identity;
-      identity.address = address;
+      identity.address = client.address;
       // A fresh metadata answer first: the cached cluster id would outlive the address going
       // away.
       auto counts = PartitionCounts(handle, timeout);
+      rd_kafka_poll(handle, 0);
+      std::lock_guard lock(client.errors->mutex);
       if (!counts) {
         identity.error = counts.error().message;
+        if (!client.errors->reason.empty()) {
+          identity.error += " (the client's last error: " + client.errors->reason + ")";
+        }
         return identity;
       }
+      client.errors->code = RD_KAFKA_RESP_ERR_NO_ERROR;
+      client.errors->reason.clear();
       identity.topic_partitions = std::move(counts).value();
       identity.cluster_id = CachedClusterId(handle);
       if (!identity.cluster_id) identity.error = "the broker reported no cluster id";
@@ -506,10 +582,12 @@ std::vector<BootstrapIdentity> RdKafkaAdmin::IdentifyBootstraps(milliseconds tim
   std::vector<BootstrapIdentity> identities;
   identities.reserve(answers.size());
   for (auto& answer : answers) identities.push_back(answer.get());
+  FollowBootstraps(identities);
   return identities;
 }
 
 Result<std::string> RdKafkaAdmin::BrokerConfig(const std::string& name, milliseconds timeout) {
+  if (!handle_) return Error{"reading broker metadata: " + closed_reason_};
   const auto deadline = SteadyClock::now() + timeout;
   const rd_kafka_metadata_t* raw = nullptr;
   // Brokers only: no topic is asked for.
@@ -560,6 +638,7 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
                                                          milliseconds total_timeout) {
   FetchedTimestamps answer;
   if (positions.empty()) return answer;
+  if (!handle_) return Error{"reading record timestamps: " + closed_reason_};
   if (!record_reader_) {
     std::map<std::string, std::string> properties = properties_;
     properties["group.id"] = kRecordReaderGroup;

@@ -5,6 +5,14 @@
 // broker restart. Admin requests go through a private queue and are always polled with a
 // timeout. Not thread-safe: one poll at a time.
 //
+// One librdkafka client must never talk to two clusters: librdkafka leaves that undefined, and
+// 2.0.2 crashed (SIGSEGV in its main thread, within seconds) when a bootstrap list named two
+// single-node clusters whose brokers both have node id 1. So with several bootstrap addresses
+// the cluster clients (main client and record reader) are opened only once IdentifyBootstraps
+// has seen the answering addresses agree on one cluster id, through those addresses alone; they
+// are closed as soon as two ids answer, or the agreed id changes. While closed, every request
+// fails with the reason.
+//
 // Two kinds of helper handles, also long-lived: with several bootstrap addresses, one client per
 // address (bootstrap.servers = that address alone, same security settings) to learn which
 // cluster answers there; and, created on the first record-timestamp read, a consumer that reads
@@ -19,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,21 +86,35 @@ class RdKafkaAdmin final : public KafkaAdmin {
  private:
   using Handle = std::unique_ptr<rd_kafka_t, RdKafkaDeleter>;
 
+  // One configured address and the client that asks it alone.
+  struct BootstrapClient {
+    std::string address;
+    std::unique_ptr<ClientErrors> errors;  // outlives handle
+    Handle handle;
+  };
+
   RdKafkaAdmin(std::string cluster_name, std::map<std::string, std::string> properties,
-               std::unique_ptr<ClientErrors> client_errors, Handle handle,
-               std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue,
-               std::vector<std::pair<std::string, Handle>> bootstrap_clients);
+               std::vector<BootstrapClient> bootstrap_clients);
+
+  // Opens the main client with bootstrap.servers = `bootstrap_servers`.
+  std::optional<Error> OpenClusterClients(const std::string& bootstrap_servers);
+  void CloseClusterClients(std::string reason);
+  // Opens, keeps or closes the cluster clients after the addresses answered with `identities`.
+  void FollowBootstraps(const std::vector<BootstrapIdentity>& identities);
 
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
 
   std::string cluster_name_;
-  std::map<std::string, std::string> properties_;  // the main client's, for the record reader
-  std::unique_ptr<ClientErrors> client_errors_;    // the main client's; outlives handle_
-  Handle handle_;
+  // The main client's (its bootstrap.servers as it was opened with), for the record reader.
+  std::map<std::string, std::string> properties_;
+  std::unique_ptr<ClientErrors> client_errors_;  // the main client's; outlives handle_
+  Handle handle_;                                // null while the cluster clients are closed
   std::unique_ptr<rd_kafka_queue_t, RdKafkaDeleter> queue_;  // destroyed before handle_
+  std::string closed_reason_;  // why handle_ is null, in the words every request fails with
+  std::optional<std::string> opened_for_cluster_id_;  // the id the addresses agreed on
   // One client per bootstrap address, in config order; empty with a single address.
-  std::vector<std::pair<std::string, Handle>> bootstrap_clients_;
+  std::vector<BootstrapClient> bootstrap_clients_;
   std::unique_ptr<rd_kafka_t, RecordReaderDeleter> record_reader_;  // created on first use
 };
 

@@ -126,4 +126,15 @@ inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {
   return false;
 }
 
+// "a:9092 → <id>, b:9092 → <id>" for the addresses that answered, in config order.
+inline std::string AnsweredClusterIds(const std::vector<BootstrapIdentity>& bootstraps) {
+  std::string ids;
+  for (const BootstrapIdentity& bootstrap : bootstraps) {
+    if (!bootstrap.cluster_id) continue;
+    if (!ids.empty()) ids += ", ";
+    ids += bootstrap.address + " \u2192 " + *bootstrap.cluster_id;
+  }
+  return ids;
+}
+
 }  // namespace lagsight::kafka

@@ -76,8 +76,8 @@ constexpr MetricDef kBootstrapClusterInfo{
     MetricType::Gauge};
 constexpr MetricDef kClusterMismatch{
     "lagsight_kafka_cluster_mismatch",
-    "1 when the configured bootstrap addresses answer with different cluster ids (partitions of "
-    "the other cluster go unread), else 0.",
+    "1 when the configured bootstrap addresses answer with different cluster ids (lagsight then "
+    "reads no group or offset through them), else 0.",
     MetricType::Gauge};
 constexpr MetricDef kTimestampFetches{
     "lagsight_kafka_record_timestamp_fetches_total",

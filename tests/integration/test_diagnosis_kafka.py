@@ -903,13 +903,15 @@ def run_cluster_mismatch(a: KafkaBroker, b: KafkaBroker, lagsights: Lagsights, p
                 assert info == ids
                 assert one_value(metrics, "lagsight_kafka_cluster_mismatch",
                                  kafka_cluster=CLUSTER) == 1
-            # The seed case: through the mixed list one cluster's groups are silently missing.
+            # The seed case: through the mixed list a client silently misses one cluster's
+            # groups (Kafka's own tool above). lagsight reads no group through it at all: one
+            # librdkafka client connected to both crashed lagsight (SIGSEGV) within seconds.
             assert one_value(metrics, "lagsight_kafka_up", kafka_cluster=CLUSTER) == 1
             seen_groups = exported_groups(metrics, prefix)
             result.note(f"lagsight_kafka_up 1 while exporting groups {sorted(seen_groups)} of "
                         f"{sorted({group_a, group_b, group_job})}")
-            assert seen_groups != {group_a, group_b, group_job}, (
-                "one client read both clusters: the seed case did not happen")
+            if not GROUND_TRUTH_ONLY:
+                assert seen_groups == set(), "lagsight read groups through a mixed list"
             if GROUND_TRUTH_ONLY:
                 return
             seconds = assert_detected(watch, "cluster_mismatch", DETECT_TIMEOUT)

@@ -361,10 +361,25 @@ TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared"
   // An address that does not answer is no evidence of another cluster.
   CHECK_FALSE(ClusterMismatch(*same));
 
+  REQUIRE_FALSE(same->groups.empty());
+
+  // Two clusters answer: they are reported, and nothing is read through the mixed list.
   f.admin->bootstrap_identities[2].cluster_id = "cluster-B";
+  const std::size_t described_before = f.admin->described_ids.size();
+  const std::size_t offsets_before = f.admin->offset_ids.size();
   const auto mixed = collector.Poll();
   REQUIRE(mixed.ok());
   CHECK(ClusterMismatch(*mixed));
+  CHECK(mixed->bootstraps.size() == 3);
+  CHECK(mixed->groups.empty());
+  CHECK(mixed->partitions.empty());
+  CHECK(f.admin->described_ids.size() == described_before);
+  CHECK(f.admin->offset_ids.size() == offsets_before);
+  REQUIRE(mixed->partial_errors.size() == 1);
+  CHECK(mixed->partial_errors[0] ==
+        "no group or offset is read: the bootstrap addresses name different clusters (a:9092 "
+        "\u2192 cluster-A, c:9092 \u2192 cluster-B); list the addresses of one cluster in "
+        "bootstrap_servers");
 }
 
 TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside the groups'") {
