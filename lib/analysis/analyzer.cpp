@@ -701,6 +701,12 @@ struct Analyzer::State {
     const double refreshed = state.polled_at - state.metrics_fetch_interval;
     const kafka::KafkaSnapshot* snapshot = sources.kafka.at(join.kafka_cluster).snapshot;
     std::map<std::string, FlinkTopicJoin> topics;
+    for (const FlinkTopicJoin& joined : join.topics) {
+      // The sums are recomputed below; which partitions nobody reads stays as the join found.
+      FlinkTopicJoin& topic = topics[joined.topic];
+      topic.topic = joined.topic;
+      topic.unread_partitions = joined.unread_partitions;
+    }
     for (FlinkPartitionJoin& partition : join.partitions) {
       FlinkTopicJoin& topic = topics[partition.topic];
       topic.topic = partition.topic;

@@ -39,6 +39,26 @@ std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::Kafka
 // Committed offsets of the source, by real topic, where known.
 using Resolved = std::map<kafka::TopicPartition, flink::SourceOffsets>;
 
+// Counts into `topic` and lists in `unread` the partitions of `topic` that the cluster has and
+// the source does not read; nothing while the cluster's partition count of it is not known.
+void AddUnreadPartitions(const kafka::KafkaSnapshot& snapshot, const Resolved& resolved,
+                         FlinkTopicJoin& topic, std::vector<FlinkUnreadPartition>& unread) {
+  const auto count = snapshot.topic_partitions.find(topic.topic);
+  if (count == snapshot.topic_partitions.end()) return;
+  topic.unread_partitions = 0;
+  for (std::int32_t p = 0; p < count->second; ++p) {
+    const kafka::TopicPartition tp{topic.topic, p};
+    if (resolved.contains(tp)) continue;
+    ++*topic.unread_partitions;
+    FlinkUnreadPartition partition{topic.topic, p, {}};
+    if (const auto log = snapshot.partitions.find(tp);
+        log != snapshot.partitions.end() && log->second.log_end && log->second.log_start) {
+      partition.backlog = std::max<std::int64_t>(0, *log->second.log_end - *log->second.log_start);
+    }
+    unread.push_back(std::move(partition));
+  }
+}
+
 // How well a group's committed offsets fit the job's own offsets, on every partition where the
 // job has a committedOffset (the weakest partition decides):
 //  1. now: equal to it, or between it and the job's position (currentOffset + 1). The range
@@ -188,7 +208,10 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
         join.partitions.push_back(std::move(partition));
       }
-      for (auto& [name, topic] : topics) join.topics.push_back(std::move(topic));
+      for (auto& [name, topic] : topics) {
+        if (snapshot != nullptr) AddUnreadPartitions(*snapshot, resolved, topic, join.unread);
+        join.topics.push_back(std::move(topic));
+      }
       joins.push_back(std::move(join));
     }
   }

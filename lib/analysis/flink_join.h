@@ -7,7 +7,8 @@
 //    the group whose committed offsets equal the job's committedOffset values (now, or, through
 //    `CommittedEarlier`, a moment ago: Flink serves its metrics up to a refresh late);
 //  - computes per partition the Flink-side lag = log end - (currentOffset + 1) and the
-//    checkpoint gap = (currentOffset + 1) - committedOffset, and their per-topic sums.
+//    checkpoint gap = (currentOffset + 1) - committedOffset, and their per-topic sums;
+//  - names the partitions of each topic it reads that no subtask of the source reads.
 #pragma once
 
 #include <functional>
@@ -41,6 +42,20 @@ struct FlinkTopicJoin {
   std::int64_t flink_lag_sum = 0;
   std::int64_t checkpoint_gap_sum = 0;
   std::optional<double> max_lag_seconds;  // over the partitions that have lag_seconds
+  // Partitions of the topic that no subtask of the source reads (see FlinkUnreadPartition);
+  // empty while the topic's partition count is not known.
+  std::optional<std::int32_t> unread_partitions;
+};
+
+// A partition of a topic the source reads that none of its subtasks reports: no split of it is
+// assigned (partitions added while partition discovery is off, or not yet discovered; a
+// bootstrap list that reached another cluster). Only topics the source reads at least one
+// partition of are checked: a topic it reads nothing of is not known to be its.
+struct FlinkUnreadPartition {
+  std::string topic;
+  std::int32_t partition = 0;
+  // What a start from the earliest offset would read there: log end - log start.
+  std::optional<std::int64_t> backlog;
 };
 
 struct UnresolvedTopic {
@@ -64,6 +79,7 @@ struct FlinkSourceJoin {
   std::vector<std::string> candidate_groups;
   std::vector<FlinkPartitionJoin> partitions;
   std::vector<FlinkTopicJoin> topics;
+  std::vector<FlinkUnreadPartition> unread;
   std::vector<UnresolvedTopic> unresolved;
 };
 

@@ -119,6 +119,16 @@ constexpr MetricDef kTopicFlinkLag{"lagsight_flink_topic_lag_records",
 constexpr MetricDef kTopicGap{"lagsight_flink_topic_checkpoint_gap_records",
                               "Checkpoint gap summed over the topic's partitions.",
                               MetricType::Gauge};
+constexpr MetricDef kTopicUnread{
+    "lagsight_flink_topic_unread_partitions",
+    "Partitions of the topic that no subtask of the source reads (no split assigned), of a topic "
+    "it reads other partitions of.",
+    MetricType::Gauge};
+constexpr MetricDef kUnreadBacklog{
+    "lagsight_flink_unread_partition_records",
+    "Records in a partition no subtask of the source reads: log end - log start, what a start "
+    "from the earliest offset would read there.",
+    MetricType::Gauge};
 constexpr MetricDef kRestarts{"lagsight_flink_job_restarts_total",
                               "Restarts of the job since it was submitted (Flink's numRestarts).",
                               MetricType::Counter};
@@ -248,6 +258,16 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       out.Add(kTopicFlinkLag, labels, static_cast<double>(topic.flink_lag_sum));
       out.Add(kTopicGap, labels, static_cast<double>(topic.checkpoint_gap_sum));
       if (topic.max_lag_seconds) out.Add(kTopicFlinkLagSeconds, labels, *topic.max_lag_seconds);
+      if (topic.unread_partitions) {
+        out.Add(kTopicUnread, labels, static_cast<double>(*topic.unread_partitions));
+      }
+    }
+    for (const analysis::FlinkUnreadPartition& unread : join.unread) {
+      if (!unread.backlog) continue;
+      Labels labels = source_labels;
+      labels.emplace_back("topic", unread.topic);
+      labels.emplace_back("partition", std::to_string(unread.partition));
+      out.Add(kUnreadBacklog, labels, static_cast<double>(*unread.backlog));
     }
     for (const analysis::UnresolvedTopic& unresolved : join.unresolved) {
       Labels labels = source_labels;

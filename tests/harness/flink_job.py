@@ -28,6 +28,7 @@ import argparse
 import ctypes
 import json
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -439,6 +440,15 @@ class FlinkJob:
         for metric in self.vertex_metrics(jid, vid, ids) if ids else []:
             totals[metric["id"].rsplit(".", 1)[1]] += float(metric["value"])
         return totals
+
+    def source_partitions(self, jid: str) -> set[tuple[str, int]]:
+        """(escaped topic, partition) of every split a subtask of the source holds: the
+        partitions its KafkaSourceReader registered a currentOffset metric for."""
+        vid = self.source_vertex_id(jid)
+        pattern = re.compile(r".*\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)"
+                             r"\.currentOffset$")
+        return {(match.group(1), int(match.group(2))) for metric in self.vertex_metrics(jid, vid)
+                if (match := pattern.match(metric["id"]))}
 
     def cancel_job(self, jid: str, timeout: float = 60.0) -> None:
         """Cancels a job (PATCH /jobs/:jid?mode=cancel) and waits until it is CANCELED."""

@@ -477,6 +477,27 @@ def test_partitions_uncommitted(scenarios, diagnosis_results):
         result.note("2 -> 4 partitions (AdminClient create_partitions), discovery off; tool: "
                     "commits on partitions 0,1 only while 2,3 have records")
 
+        # lagsight names the partitions no subtask reads (the REST API's reader offsets above),
+        # each with what a start from the earliest offset would read there: between the log end
+        # GetOffsetShell shows just before and just after the scrape (log start is 0).
+        labels = {"job_name": spec.name, "topic": topic}
+        wait_until(lambda: list(scenarios.metric("lagsight_flink_topic_unread_partitions",
+                                                 **labels).values()) == [2],
+                   30, "lagsight to count the two unread partitions")
+        assert {p: o for (_, p), o in kafka.topic_offsets(
+            scenarios.bootstrap, re.escape(topic), "earliest").items()} == {p: 0 for p in range(4)}
+        before = log_ends(scenarios.bootstrap, topic)
+        metrics = scenarios.lagsight.wait_for_fresh_poll(time.time())
+        after = log_ends(scenarios.bootstrap, topic)
+        backlog = {int(dict(key)["partition"]): value for key, value in promtext.select(
+            metrics, "lagsight_flink_unread_partition_records", **labels).items()}
+        assert set(backlog) == {2, 3}, backlog
+        for partition, records in backlog.items():
+            assert before[partition] <= records <= after[partition], (partition, records,
+                                                                       before, after)
+        result.note(f"lagsight: unread partitions 2,3 with backlogs {backlog} (log ends "
+                    f"{before} before, {after} after)")
+
         detect(result.watch, "partitions_uncommitted")
     finally:
         cancel_quietly(scenarios.flink, jid)

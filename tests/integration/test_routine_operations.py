@@ -458,6 +458,12 @@ def op_new_partitions(env: Env, op: Operation) -> None:
     env.producers.append(SteadyProducer(env.bootstrap, topic, 4, RATE))
     op.note("2 -> 4 partitions while the job runs with partition discovery every 5 s")
     settle(op, 90)
+    # Discovery assigned the new partitions (the REST API's reader metrics name all four), and
+    # lagsight counts none of them unread.
+    assert {p for _, p in env.flink.source_partitions(jid)} == {0, 1, 2, 3}
+    unread = promtext.select(env.lagsight.scrape(), "lagsight_flink_topic_unread_partitions",
+                             job_name=spec.name, topic=topic)
+    assert list(unread.values()) == [0], unread
 
 
 OPERATIONS = [

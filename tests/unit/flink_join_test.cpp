@@ -67,6 +67,37 @@ TEST_CASE("Flink-side lag and checkpoint gap per partition, with topic sums") {
   CHECK(join.topics[0].checkpoint_gap_sum == 100);
 }
 
+TEST_CASE("partitions of a topic the source reads that no subtask reads are named, with backlog") {
+  auto kafka = Kafka();
+  // The topic gained partitions 2 and 3; the job, with partition discovery off, reads 0 and 1.
+  kafka.topic_partitions["orders.v2"] = 4;
+  kafka.partitions[{"orders.v2", 2}] = {120, 370};
+  kafka.partitions[{"orders.v2", 3}] = {{}, 80};  // log start not read: no backlog to tell
+  auto flink = OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}});
+  const auto joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  REQUIRE(joins.size() == 1);
+  REQUIRE(joins[0].topics.size() == 1);
+  CHECK(joins[0].topics[0].unread_partitions == 2);
+  REQUIRE(joins[0].unread.size() == 2);
+  CHECK(joins[0].unread[0].topic == "orders.v2");
+  CHECK(joins[0].unread[0].partition == 2);
+  CHECK(joins[0].unread[0].backlog == 250);
+  CHECK(joins[0].unread[1].partition == 3);
+  CHECK_FALSE(joins[0].unread[1].backlog);
+
+  // Every partition read: 0, nothing named.
+  kafka.topic_partitions["orders.v2"] = 2;
+  const auto covered = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK(covered[0].topics[0].unread_partitions == 0);
+  CHECK(covered[0].unread.empty());
+
+  // The partition count not known: nothing is claimed either way.
+  kafka.topic_partitions.clear();
+  const auto unknown = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK_FALSE(unknown[0].topics[0].unread_partitions);
+  CHECK(unknown[0].unread.empty());
+}
+
 TEST_CASE("the group whose commits equal the job's committedOffset is matched") {
   const auto kafka = Kafka();
   const auto joins = analysis::JoinFlinkWithKafka(
