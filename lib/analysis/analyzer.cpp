@@ -834,6 +834,9 @@ struct Analyzer::State {
             finding->flink_max_lag_seconds =
                 std::max(finding->flink_max_lag_seconds.value_or(0), *topic.max_lag_seconds);
           }
+          for (const FlinkUnreadPartition& unread : join->unread) {
+            finding->unread_partitions.push_back({unread.topic, unread.partition});
+          }
         }
         pair.last = finding;
       }

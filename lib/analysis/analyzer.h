@@ -100,6 +100,8 @@ struct DiagnosisFinding {
   double since = 0;             // unix seconds the cause became active
   std::vector<Cause> evidence;  // every cause whose rule holds now, the active one or not
   std::vector<kafka::TopicPartition> stuck_partitions;  // named by partition_stuck
+  // Partitions of the pair's topics that no subtask of the job reads (FlinkUnreadPartition).
+  std::vector<kafka::TopicPartition> unread_partitions;
   // What the status page shows next to the cause.
   std::optional<std::int64_t> kafka_lag;  // group lag on the pair's topics (records)
   std::optional<std::int64_t> flink_lag;

@@ -365,6 +365,13 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
     out += "</div><div class=\"id\">";
     AppendEscaped(out, finding.job_id);
     out += "</div>";
+    for (const kafka::TopicPartition& tp : finding.unread_partitions) {
+      out += "<div class=\"sub unread\">not read: ";
+      AppendEscaped(out, tp.topic);
+      out += '/';
+      AppendInteger(out, tp.partition);
+      out += "</div>";
+    }
   }
   out += "</td><td class=\"num kafka-lag\">";
   AppendOptionalCount(out, finding.kafka_lag);

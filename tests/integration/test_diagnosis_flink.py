@@ -497,6 +497,9 @@ def test_partitions_uncommitted(scenarios, diagnosis_results):
                                                                        before, after)
         result.note(f"lagsight: unread partitions 2,3 with backlogs {backlog} (log ends "
                     f"{before} before, {after} after)")
+        status, page = scenarios.lagsight.get("/")
+        assert status == 200 and all(f"not read: {topic}/{p}" in page for p in (2, 3)), (
+            "the status page names the unread partitions under the job")
 
         detect(result.watch, "partitions_uncommitted")
     finally:

@@ -215,3 +215,16 @@ TEST_CASE("status page: the other causes whose rules hold, and the stuck partiti
   CHECK(page.find("stuck: orders&lt;v2&gt;/7") != std::string::npos);
   CHECK(Count(page, "also: ") == 1);  // the active cause is not repeated
 }
+
+TEST_CASE("status page: the partitions no subtask of the job reads, under the job") {
+  Findings findings;
+  DiagnosisFinding finding = Pair("orders", "enrich", Cause::kPartitionsUncommitted);
+  finding.unread_partitions = {{"orders<v2>", 2}, {"orders<v2>", 3}};
+  findings.diagnosis = {finding};
+  const std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
+  CHECK(page.find("not read: orders&lt;v2&gt;/2") != std::string::npos);
+  CHECK(page.find("not read: orders&lt;v2&gt;/3") != std::string::npos);
+
+  findings.diagnosis[0].unread_partitions.clear();
+  CHECK(RenderStatusPage(findings, KafkaUp(), "1.0", kNow).find("not read: ") == std::string::npos);
+}
