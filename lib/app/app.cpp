@@ -26,6 +26,7 @@
 #include "analysis/offset_regressions.h"
 #include "common/bounded_file.h"
 #include "flink/collector.h"
+#include "http/gzip.h"
 #include "http/listen_address.h"
 #include "http/server.h"
 #include "kafka/collector.h"
@@ -176,7 +177,8 @@ class Daemon {
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         server_(io_,
                 http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
-                                [this] { return Reload(); }, [this] { return status_page_; }},
+                                [this] { return Reload(); }, [this] { return status_page_; },
+                                [this] { return exposition_gzip_; }},
                 {}, options_.web_config_file) {}
 
   int Run(std::string config_text, ValidatedConfig initial) {
@@ -568,12 +570,16 @@ class Daemon {
           metrics::AppendFindingsMetrics(*findings, builder);
           auto text =
               std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+          // Once per render, not per scrape: Prometheus asks for gzip every time.
+          auto gzipped = std::make_shared<const std::string>(http::Gzip(*text));
           auto page = std::make_shared<const std::string>(
               status::RenderStatusPage(*findings, sources, kVersion, now));
-          asio::post(io_, [this, text = std::move(text), page = std::move(page), generation] {
+          asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
+                           page = std::move(page), generation] {
             if (generation < published_generation_) return;
             published_generation_ = generation;
             exposition_ = text;
+            exposition_gzip_ = gzipped;
             status_page_ = page;
           });
         });
@@ -625,7 +631,8 @@ class Daemon {
   std::uint64_t render_generation_ = 0;
   std::uint64_t published_generation_ = 0;
   std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
-  std::shared_ptr<const std::string> status_page_;  // null: the router serves its landing page
+  std::shared_ptr<const std::string> exposition_gzip_;  // null until the first render
+  std::shared_ptr<const std::string> status_page_;      // null: the router serves its landing page
   // History and derived findings; touched only on the event loop thread, after each poll.
   analysis::Analyzer analyzer_{config::DiagnosisConfig{}};
   std::shared_ptr<const analysis::Findings> findings_ = std::make_shared<analysis::Findings>();

@@ -3,6 +3,8 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "http/gzip.h"
+
 namespace lagsight::http {
 namespace {
 
@@ -83,9 +85,23 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
                 readiness.ready ? beast_http::status::ok : beast_http::status::service_unavailable,
                 readiness.ready ? "ready" : "not ready: " + readiness.detail);
   }
+  constexpr const char* kExpositionType = "text/plain; version=0.0.4; charset=utf-8";
+  const auto accept_encoding = request.find(beast_http::field::accept_encoding);
+  if (accept_encoding != request.end() && endpoints.exposition_gzip &&
+      AcceptsGzip(
+          std::string_view(accept_encoding->value().data(), accept_encoding->value().size()))) {
+    if (const std::shared_ptr<const std::string> gzipped = endpoints.exposition_gzip()) {
+      Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, *gzipped);
+      response.set(beast_http::field::content_encoding, "gzip");
+      response.set(beast_http::field::vary, "Accept-Encoding");
+      return response;
+    }
+  }
   const std::shared_ptr<const std::string> exposition = endpoints.exposition();
-  return MakeResponse(request, beast_http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                      exposition ? *exposition : std::string());
+  Response response = MakeResponse(request, beast_http::status::ok, kExpositionType,
+                                   exposition ? *exposition : std::string());
+  if (endpoints.exposition_gzip) response.set(beast_http::field::vary, "Accept-Encoding");
+  return response;
 }
 
 }  // namespace

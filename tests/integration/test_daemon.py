@@ -165,6 +165,41 @@ def test_live_exposition_passes_promtool(kafka_broker, start_lagsight, unique_pr
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_metrics_are_gzipped_for_a_client_that_asks(kafka_broker, start_lagsight,
+                                                   unique_prefix, tmp_path):
+    """curl --compressed (Accept-Encoding as Prometheus sends it) gets gzip that inflates to the
+    very text an identity request gets from the same render; a plain request gets plain text."""
+    bootstrap = kafka_broker.bootstrap
+    topic = f"{unique_prefix}-t"
+    create_topic(bootstrap, topic, 3)
+    produce(bootstrap, topic, [4, 4, 4])
+    commit_without_joining(bootstrap, f"{unique_prefix}-g", {(topic, 0): 2})
+    lagsight = start_lagsight(bootstrap)
+    lagsight.wait_for(lambda m: f"{unique_prefix}-g" in groups_in(m), "the group")
+    url = f"http://127.0.0.1:{lagsight.port}/metrics"
+
+    def curl(*args: str) -> tuple[str, bytes]:
+        headers = tmp_path / "headers"
+        done = subprocess.run(["curl", "-sS", "--fail", "-D", str(headers), *args, url],
+                              capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return headers.read_text().lower(), done.stdout
+
+    for _ in range(20):
+        plain_headers, before = curl()
+        gzip_headers, inflated = curl("--compressed")
+        _, after = curl()
+        if before == after:  # no render between the two plain requests: one exposition
+            break
+    else:
+        raise AssertionError("the exposition changed under every attempt")
+    assert "content-encoding: gzip" in gzip_headers and "vary: accept-encoding" in gzip_headers
+    assert "content-encoding" not in plain_headers
+    assert inflated == before
+    _, raw = curl("-H", "Accept-Encoding: gzip")
+    assert raw[:2] == b"\x1f\x8b" and len(raw) * 3 < len(before), (len(raw), len(before))
+
+
 def test_json_logs_are_one_object_per_line(lagsight_binary, tmp_path):
     config = tmp_path / "lagsight.yaml"
     # Nothing listens on port 1: the poll fails quickly and is logged.

@@ -3,6 +3,7 @@
 
 #include <catch.hpp>
 
+#include "http/gzip.h"
 #include "http/listen_address.h"
 
 namespace {
@@ -18,6 +19,8 @@ struct Fixture {
   int reloads = 0;
   std::optional<std::string> reload_failure;
   std::shared_ptr<const std::string> status_page;  // none rendered yet
+  std::shared_ptr<const std::string> gzipped =
+      std::make_shared<const std::string>(lagsight::http::Gzip("lagsight_up 1\n"));
   Endpoints endpoints{[] { return std::make_shared<const std::string>("lagsight_up 1\n"); },
                       [this] {
                         return Readiness{ready, "waiting for kafka cluster(s) prod"};
@@ -26,10 +29,12 @@ struct Fixture {
                         ++reloads;
                         return reload_failure;
                       },
-                      [this] { return status_page; }};
+                      [this] { return status_page; }, [this] { return gzipped; }};
 
-  lagsight::http::Response Call(beast_http::verb verb, const std::string& target) {
+  lagsight::http::Response Call(beast_http::verb verb, const std::string& target,
+                                const std::string& accept_encoding = "") {
     Request request(verb, target, 11);
+    if (!accept_encoding.empty()) request.set(beast_http::field::accept_encoding, accept_encoding);
     return Route(request, endpoints);
   }
 };
@@ -42,6 +47,35 @@ TEST_CASE("/metrics serves the published exposition as Prometheus text") {
   CHECK(response.result() == beast_http::status::ok);
   CHECK(response.body() == "lagsight_up 1\n");
   CHECK(response[beast_http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus does") {
+  Fixture f;
+  // What Prometheus 2.x sends with every scrape.
+  const auto gzipped = f.Call(beast_http::verb::get, "/metrics", "gzip");
+  CHECK(gzipped.result() == beast_http::status::ok);
+  CHECK(gzipped[beast_http::field::content_encoding] == "gzip");
+  CHECK(gzipped[beast_http::field::vary] == "Accept-Encoding");
+  CHECK(gzipped.body() == *f.gzipped);
+  CHECK(gzipped[beast_http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
+
+  for (const char* refused : {"identity", "gzip;q=0", "br, deflate"}) {
+    const auto plain = f.Call(beast_http::verb::get, "/metrics", refused);
+    CHECK(plain[beast_http::field::content_encoding].empty());
+    CHECK(plain[beast_http::field::vary] == "Accept-Encoding");
+    CHECK(plain.body() == "lagsight_up 1\n");
+  }
+
+  // HEAD: the length of the gzipped body GET would send.
+  const auto head = f.Call(beast_http::verb::head, "/metrics", "gzip");
+  CHECK(head.body().empty());
+  CHECK(head[beast_http::field::content_length] == std::to_string(f.gzipped->size()));
+
+  // Nothing compressed published (yet): the text, whatever the client accepts.
+  f.gzipped = nullptr;
+  const auto none = f.Call(beast_http::verb::get, "/metrics", "gzip");
+  CHECK(none[beast_http::field::content_encoding].empty());
+  CHECK(none.body() == "lagsight_up 1\n");
 }
 
 TEST_CASE("HEAD answers with the length and no body") {

@@ -35,6 +35,7 @@ class RunningServer {
                                             return lagsight::http::Readiness{true, ""};
                                           },
                                           [] { return std::optional<std::string>(); },
+                                          {},
                                           {}},
                 limits) {
     const auto error = server_.Listen({asio::ip::make_address("127.0.0.1"), 0});
