@@ -309,6 +309,21 @@ void AppendAttribute(std::string& out, std::string_view name, std::string_view v
   out += '"';
 }
 
+// One line per partition, "<prefix>topic/partition", in a div of `css_class`.
+void AppendPartitionLines(std::string& out, const char* css_class, const char* prefix,
+                          const std::vector<kafka::TopicPartition>& partitions) {
+  for (const kafka::TopicPartition& tp : partitions) {
+    out += "<div class=\"";
+    out += css_class;
+    out += "\">";
+    out += prefix;
+    AppendEscaped(out, tp.topic);
+    out += '/';
+    AppendInteger(out, tp.partition);
+    out += "</div>";
+  }
+}
+
 void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
   const Severity severity = SeverityOf(finding.cause);
   const char* cause = analysis::CauseName(finding.cause);
@@ -337,13 +352,7 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
     first_other = false;
   }
   if (!first_other) out += "</div>";
-  for (const kafka::TopicPartition& tp : finding.stuck_partitions) {
-    out += "<div class=\"sub\">stuck: ";
-    AppendEscaped(out, tp.topic);
-    out += '/';
-    AppendInteger(out, tp.partition);
-    out += "</div>";
-  }
+  AppendPartitionLines(out, "sub", "stuck: ", finding.stuck_partitions);
   out += "</td><td class=\"since\" title=\"since ";
   AppendUtc(out, finding.since);
   out += "\">";
@@ -365,13 +374,7 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
     out += "</div><div class=\"id\">";
     AppendEscaped(out, finding.job_id);
     out += "</div>";
-    for (const kafka::TopicPartition& tp : finding.unread_partitions) {
-      out += "<div class=\"sub unread\">not read: ";
-      AppendEscaped(out, tp.topic);
-      out += '/';
-      AppendInteger(out, tp.partition);
-      out += "</div>";
-    }
+    AppendPartitionLines(out, "sub unread", "not read: ", finding.unread_partitions);
   }
   out += "</td><td class=\"num kafka-lag\">";
   AppendOptionalCount(out, finding.kafka_lag);

@@ -150,14 +150,20 @@ def test_slow_broken_and_oversized_clients_do_not_affect_others(kafka_broker, st
     assert lagsight.get("/healthz")[0] == 200
 
 
-def test_live_exposition_passes_promtool(kafka_broker, start_lagsight, unique_prefix):
+def lagsight_with_a_group(kafka_broker, start_lagsight, prefix: str):
+    """A lagsight that exports one group with lag on a 3-partition topic."""
     bootstrap = kafka_broker.bootstrap
-    topic = f"{unique_prefix}-t"
+    topic = f"{prefix}-t"
     create_topic(bootstrap, topic, 3)
     produce(bootstrap, topic, [4, 4, 4])
-    commit_without_joining(bootstrap, f"{unique_prefix}-g", {(topic, 0): 2})
+    commit_without_joining(bootstrap, f"{prefix}-g", {(topic, 0): 2})
     lagsight = start_lagsight(bootstrap)
-    lagsight.wait_for(lambda m: f"{unique_prefix}-g" in groups_in(m), "the group")
+    lagsight.wait_for(lambda m: f"{prefix}-g" in groups_in(m), "the group")
+    return lagsight
+
+
+def test_live_exposition_passes_promtool(kafka_broker, start_lagsight, unique_prefix):
+    lagsight = lagsight_with_a_group(kafka_broker, start_lagsight, unique_prefix)
     status, body = lagsight.get("/metrics")
     assert status == 200
     check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
@@ -169,13 +175,7 @@ def test_metrics_are_gzipped_for_a_client_that_asks(kafka_broker, start_lagsight
                                                    unique_prefix, tmp_path):
     """curl --compressed (Accept-Encoding as Prometheus sends it) gets gzip that inflates to the
     very text an identity request gets from the same render; a plain request gets plain text."""
-    bootstrap = kafka_broker.bootstrap
-    topic = f"{unique_prefix}-t"
-    create_topic(bootstrap, topic, 3)
-    produce(bootstrap, topic, [4, 4, 4])
-    commit_without_joining(bootstrap, f"{unique_prefix}-g", {(topic, 0): 2})
-    lagsight = start_lagsight(bootstrap)
-    lagsight.wait_for(lambda m: f"{unique_prefix}-g" in groups_in(m), "the group")
+    lagsight = lagsight_with_a_group(kafka_broker, start_lagsight, unique_prefix)
     url = f"http://127.0.0.1:{lagsight.port}/metrics"
 
     def curl(*args: str) -> tuple[str, bytes]:
