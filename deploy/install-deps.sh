@@ -5,6 +5,9 @@
 # again; the README's two commands, .ci/run and the Dockerfile all start here.
 #
 # Usage: deploy/install-deps.sh              everything: build, run, test, demo
+#        deploy/install-deps.sh --demo        what deploy/demo.sh needs: the build packages, Java,
+#                                             Maven, the Kafka jars, the Flink 2.x job, .venv
+#                                             (no Prometheus, Chromium, clang, helm, Flink 1.20)
 #        deploy/install-deps.sh --build-only  only the Debian packages that build lagsight
 #        deploy/install-deps.sh --runtime     only the shared libraries the binary runs with
 # (the Dockerfile's build and runtime stages use the last two).
@@ -14,9 +17,10 @@ cd "$(dirname "$0")/.."
 mode=all
 case "${1:-}" in
   "") ;;
+  --demo) mode=demo ;;
   --build-only) mode=build ;;
   --runtime) mode=runtime ;;
-  *) echo "usage: $0 [--build-only|--runtime]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--demo|--build-only|--runtime]" >&2; exit 2 ;;
 esac
 
 build_packages=(
@@ -43,12 +47,14 @@ case "$mode" in
   build) packages=("${build_packages[@]}") ;;
   runtime) packages=("${runtime_packages[@]}") ;;
   all) packages=("${build_packages[@]}" "${runtime_packages[@]}" "${test_packages[@]}") ;;
+  # The demo runs the real broker and Flink job through the Python harness.
+  demo) packages=("${build_packages[@]}" "${runtime_packages[@]}" python3 python3-venv) ;;
 esac
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-if [ "$mode" = all ]; then
+if [ "$mode" = all ] || [ "$mode" = demo ]; then
   # Java 17+ and Maven run the real Kafka broker; accept any already on PATH.
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || missing+=(maven)
@@ -61,7 +67,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-[ "$mode" = all ] || exit 0
+[ "$mode" = all ] || [ "$mode" = demo ] || exit 0
 
 # Kafka jars: resolved once into ~/.m2, classpath cached until the pom changes.
 classpath=tests/harness/kafka/target/classpath.txt
@@ -70,8 +76,13 @@ if [ ! -s "$classpath" ] || [ tests/harness/kafka/pom.xml -nt "$classpath" ]; th
   mvn -q -B -f tests/harness/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
 fi
 
-# The Flink test job (Flink 1.20 and 2.x, from Maven Central), rebuilt only when it changed.
-tests/harness/flink/build.sh
+# The Flink test job (Flink 1.20 and 2.x, from Maven Central), rebuilt only when it changed; the
+# demo runs the 2.x line only.
+if [ "$mode" = demo ]; then
+  tests/harness/flink/build.sh 2.x
+else
+  tests/harness/flink/build.sh
+fi
 
 # Python test dependencies, pinned.
 if [ ! -x .venv/bin/python ]; then
@@ -84,6 +95,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -r tests/harness/requirements.txt
   echo "$want" > "$stamp"
 fi
+
+[ "$mode" = all ] || exit 0
 
 # helm, for the chart tests (tests/deploy/test_helm.py): built from the Go module proxy into
 # .tools/bin, once per pinned version. Needs Go >= 1.24 (Debian 12's golang-go is 1.19).
