@@ -33,8 +33,6 @@ class Collector {
   // or vertex that cannot be read is recorded in FlinkSnapshot::partial_errors.
   boost::asio::awaitable<Result<FlinkSnapshot>> Poll();
 
-  const config::FlinkClusterConfig& cluster() const { return cluster_; }
-
   // How long one whole poll may take. Derived from request_timeout until the configuration has a
   // key of its own: a few sequential requests' worth.
   std::chrono::milliseconds PollTimeout() const;

@@ -49,8 +49,6 @@ class Collector {
   // groups or partitions are recorded in KafkaSnapshot::partial_errors instead.
   Result<KafkaSnapshot> Poll(const FlinkReads& flink_reads = {});
 
-  const config::KafkaClusterConfig& cluster() const { return cluster_; }
-
   // How long a successfully read offsets.retention.minutes is trusted before it is read again.
   static constexpr std::chrono::minutes kRetentionRefresh{5};
 
