@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 deploy/install-deps.sh
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
+  -DLAGSIGHT_REQUIRE_TEST_TOOLS=ON >/dev/null
 cmake --build build --parallel "$(nproc)"
 
 echo "== unit tests"
