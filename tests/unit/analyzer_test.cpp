@@ -3,7 +3,7 @@
 #include "analysis/analyzer.h"
 
 #include <algorithm>
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 using namespace lagsight;

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 

@@ -2,7 +2,7 @@
 // (Its real counterpart is tested against a real broker in tests/integration.)
 #include "kafka/collector.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 #include "fake_kafka_admin.h"
 

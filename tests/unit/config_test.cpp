@@ -2,7 +2,7 @@
 // in its .error twin, which is what the user sees from --config.check.
 #include "config/config.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -1,5 +1,5 @@
 // Lag in seconds, the sawtooth, the bounded series and the verdict hysteresis, on data alone.
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 

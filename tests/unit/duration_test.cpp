@@ -1,6 +1,6 @@
 #include "config/duration.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 using lagsight::config::FormatDuration;
 using lagsight::config::ParseDuration;

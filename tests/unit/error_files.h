@@ -2,7 +2,7 @@
 // directory must fail to parse with exactly the text of its `.error` file.
 #pragma once
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <functional>

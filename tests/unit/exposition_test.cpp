@@ -1,6 +1,6 @@
 // The rendered exposition against a golden file (also checked by `promtool check metrics` in
 // ctest), and the rule that a failed poll serves no lag series.
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

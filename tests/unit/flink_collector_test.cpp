@@ -11,7 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <map>
 #include <optional>
 

@@ -14,7 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <optional>
 

@@ -3,7 +3,7 @@
 #include "analysis/flink_join.h"
 
 #include <algorithm>
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The Flink REST parsers on responses recorded from real Flink 1.20 and 2.x MiniClusters
 // (tests/fixtures, written by tests/harness/record_flink_fixtures.py), and on broken input.
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -3,7 +3,7 @@
 
 #include <zlib.h>
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <string>
 
 namespace {

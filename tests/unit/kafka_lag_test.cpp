@@ -1,7 +1,7 @@
 // The lag arithmetic, including the cases that make Kafka-side lag look wrong.
 #include "analysis/kafka_lag.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 using lagsight::analysis::CommitPosition;
 using lagsight::analysis::ComputeGroupLags;

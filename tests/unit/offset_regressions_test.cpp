@@ -1,6 +1,6 @@
 #include "analysis/offset_regressions.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 using namespace lagsight;
 

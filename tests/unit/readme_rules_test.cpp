@@ -1,7 +1,7 @@
 // The README's "Diagnosis rules" tables against the code: the causes in precedence order, and
 // every threshold key with its default. The tables are what an operator reads at 3 a.m.; a rule
 // order or a default that drifts from the code would send them the wrong way.
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <regex>
 #include <sstream>

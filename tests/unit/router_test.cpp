@@ -1,7 +1,7 @@
 // The HTTP routes as a pure function: no sockets.
 #include "http/router.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 
 #include "http/gzip.h"
 #include "http/listen_address.h"

@@ -10,7 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <future>

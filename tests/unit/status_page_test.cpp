@@ -2,7 +2,7 @@
 // points, the empty states.
 #include "status/status_page.h"
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <limits>
 #include <regex>
 #include <string>

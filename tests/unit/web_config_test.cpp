@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include <catch.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
