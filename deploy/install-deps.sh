@@ -40,8 +40,10 @@ runtime_packages=(
 test_packages=(
   # tests: promtool, Python venv, curl and openssl (TLS clients), systemd-analyze, and a
   # headless browser that renders the status page; clang with libFuzzer and the sanitizer
-  # runtimes (a Recommends of clang, so --no-install-recommends needs it named) for tests/fuzz
+  # runtimes (a Recommends of clang, so --no-install-recommends needs it named) for tests/fuzz;
+  # clang-format for the format check (ctest format_check)
   prometheus python3 python3-venv curl openssl systemd chromium clang libclang-rt-14-dev
+  clang-format
 )
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;

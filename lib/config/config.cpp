@@ -463,11 +463,11 @@ double ReadNumber(const Reader& reader, const YAML::Node& node, const std::strin
 DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
                               const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(node, path,
-                         {"window", "confirm_polls", "lag_threshold_records", "lag_threshold",
-                          "expiry_warning_ratio", "checkpoint_stale_gaps", "commit_failure_ratio",
-                          "stalled_commit_periods", "restart_loop_restarts", "job_gone_after",
-                          "lateness_targets"});
+  reader.RequireOnlyKeys(
+      node, path,
+      {"window", "confirm_polls", "lag_threshold_records", "lag_threshold", "expiry_warning_ratio",
+       "checkpoint_stale_gaps", "commit_failure_ratio", "stalled_commit_periods",
+       "restart_loop_restarts", "job_gone_after", "lateness_targets"});
   DiagnosisConfig diagnosis;
   if (node["window"]) {
     diagnosis.window =
@@ -520,8 +520,9 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
       reader.RequireMap(item, item_path);
       reader.RequireOnlyKeys(item, item_path, {"job", "group", "target"});
       if (item["job"].IsDefined() == item["group"].IsDefined()) {
-        reader.Fail(item, item_path, "needs exactly one of \"job\" (a job name pattern) or "
-                                     "\"group\" (a consumer group pattern)");
+        reader.Fail(item, item_path,
+                    "needs exactly one of \"job\" (a job name pattern) or "
+                    "\"group\" (a consumer group pattern)");
       }
       if (!item["target"]) reader.Fail(item, item_path, "missing required key \"target\"");
       const bool of_jobs = item["job"].IsDefined();

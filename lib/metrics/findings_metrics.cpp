@@ -122,11 +122,10 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
     std::set<std::string> jobs_with_target;  // one series per job, however many sources
     for (const analysis::SourceFindings& source : flink.sources) {
       if (source.lateness_target_seconds && jobs_with_target.insert(source.job_id).second) {
-        builder.Add(kJobTarget,
-                    {{"flink_cluster", cluster},
-                     {"job_id", source.job_id},
-                     {"job_name", source.job_name}},
-                    *source.lateness_target_seconds);
+        builder.Add(
+            kJobTarget,
+            {{"flink_cluster", cluster}, {"job_id", source.job_id}, {"job_name", source.job_name}},
+            *source.lateness_target_seconds);
       }
       Labels labels{{"flink_cluster", cluster},
                     {"job_id", source.job_id},

@@ -16,8 +16,8 @@
 
 #include "http/listen_address.h"
 
-extern "C" int getaddrinfo(const char* /*node*/, const char* /*service*/,
-                           const addrinfo* /*hints*/, addrinfo** result) {
+extern "C" int getaddrinfo(const char* /*node*/, const char* /*service*/, const addrinfo* /*hints*/,
+                           addrinfo** result) {
   *result = nullptr;
   return EAI_NONAME;
 }
