@@ -1,0 +1,102 @@
+// RdKafkaAdmin's rule that one client never talks to two clusters, against librdkafka's own mock
+// clusters (fault injection: a cluster that goes away). The real-broker evidence is
+// tests/integration/test_kafka_signals.py::test_bootstrap_list_mixing_two_clusters.
+#include "kafka/rdkafka_admin.h"
+
+#include <librdkafka/rdkafka_mock.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace {
+
+using namespace std::chrono_literals;
+using lagsight::kafka::RdKafkaAdmin;
+
+// A one-broker mock cluster with a topic, owned together with the handle that hosts it.
+class MockCluster {
+ public:
+  explicit MockCluster(const char* topic, int partitions) {
+    char error[256];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    // The host needs no brokers of its own; quiet its warning that it has none.
+    REQUIRE(rd_kafka_conf_set(conf, "log_level", "3", error, sizeof error) == RD_KAFKA_CONF_OK);
+    host_.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error));
+    REQUIRE(host_);
+    cluster_.reset(rd_kafka_mock_cluster_new(host_.get(), 1));
+    REQUIRE(cluster_);
+    REQUIRE(rd_kafka_mock_topic_create(cluster_.get(), topic, partitions, 1) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  std::string bootstraps() const { return rd_kafka_mock_cluster_bootstraps(cluster_.get()); }
+  void Stop() { cluster_.reset(); }
+
+ private:
+  struct Deleter {
+    void operator()(rd_kafka_t* handle) const { rd_kafka_destroy(handle); }
+    void operator()(rd_kafka_mock_cluster_t* cluster) const {
+      rd_kafka_mock_cluster_destroy(cluster);
+    }
+  };
+  std::unique_ptr<rd_kafka_t, Deleter> host_;
+  std::unique_ptr<rd_kafka_mock_cluster_t, Deleter> cluster_;  // destroyed before host_
+};
+
+lagsight::config::KafkaClusterConfig Config(std::vector<std::string> bootstraps) {
+  lagsight::config::KafkaClusterConfig config;
+  config.name = "mixed";
+  config.bootstrap_servers = std::move(bootstraps);
+  config.properties["socket.connection.setup.timeout.ms"] = "1000";
+  config.properties["reconnect.backoff.max.ms"] = "200";
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("rdkafka admin: a bootstrap list naming two clusters reads neither until one is left") {
+  MockCluster a("orders", 3);
+  MockCluster b("orders", 2);
+  auto admin = RdKafkaAdmin::Create(Config({a.bootstraps(), b.bootstraps()}));
+  REQUIRE(admin.ok());
+
+  // Before the addresses were asked, nothing is read through them.
+  const auto early = (*admin)->TopicPartitionCounts(2s);
+  REQUIRE_FALSE(early.ok());
+  CHECK(early.error().message.find("have not been asked") != std::string::npos);
+
+  const auto both = (*admin)->IdentifyBootstraps(5s);
+  REQUIRE(both.size() == 2);
+  REQUIRE(both[0].cluster_id);
+  REQUIRE(both[1].cluster_id);
+  REQUIRE(*both[0].cluster_id != *both[1].cluster_id);
+  CHECK(both[0].topic_partitions.at("orders") == 3);
+  CHECK(both[1].topic_partitions.at("orders") == 2);
+  const auto refused = (*admin)->TopicPartitionCounts(2s);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("name different clusters") != std::string::npos);
+  CHECK(refused.error().message.find(*both[1].cluster_id) != std::string::npos);
+  CHECK_FALSE((*admin)->ClusterId());
+
+  // B goes away: A alone answers, and the cluster is read through A.
+  b.Stop();
+  const auto one = (*admin)->IdentifyBootstraps(3s);
+  REQUIRE(one.size() == 2);
+  CHECK(one[0].cluster_id == both[0].cluster_id);
+  CHECK_FALSE(one[1].cluster_id);
+  CHECK_FALSE(one[1].error.empty());
+  const auto counts = (*admin)->TopicPartitionCounts(5s);
+  REQUIRE(counts.ok());
+  CHECK(counts->at("orders") == 3);
+  CHECK((*admin)->ClusterId() == both[0].cluster_id);
+}
+
+TEST_CASE("rdkafka admin: one bootstrap address is read at once, without asking it first") {
+  MockCluster a("orders", 4);
+  auto admin = RdKafkaAdmin::Create(Config({a.bootstraps()}));
+  REQUIRE(admin.ok());
+  const auto counts = (*admin)->TopicPartitionCounts(5s);
+  REQUIRE(counts.ok());
+  CHECK(counts->at("orders") == 4);
+}
