@@ -175,6 +175,8 @@ Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
           "no group or offset is read: the bootstrap addresses name different clusters (" +
           AnsweredClusterIds(snapshot.bootstraps) +
           "); list the addresses of one cluster in bootstrap_servers");
+      // A counter goes on, not back to 0, through polls that read nothing.
+      snapshot.record_timestamp_fetches_total = timestamp_fetches_total_;
       return snapshot;
     }
   }

@@ -375,6 +375,8 @@ TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared"
   CHECK(mixed->partitions.empty());
   CHECK(f.admin->described_ids.size() == described_before);
   CHECK(f.admin->offset_ids.size() == offsets_before);
+  REQUIRE(same->record_timestamp_fetches_total > 0);
+  CHECK(mixed->record_timestamp_fetches_total == same->record_timestamp_fetches_total);
   REQUIRE(mixed->partial_errors.size() == 1);
   CHECK(mixed->partial_errors[0] ==
         "no group or offset is read: the bootstrap addresses name different clusters (a:9092 "
