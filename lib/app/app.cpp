@@ -545,44 +545,51 @@ class Daemon {
       flink_inputs.push_back({source->config, source->health.status, source->snapshot});
     }
     const std::uint64_t generation = ++render_generation_;
-    asio::post(
-        workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
-                   findings = findings_, now = UnixNow(), generation,
-                   reload_ok = last_reload_successful_, reload_time = last_reload_success_time_,
-                   sources = SourceStatuses(), connections = server_.connection_counts()] {
-          metrics::FamilyBuilder builder;
-          metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
-          metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
-                                               connections.shed_for_any_client, connections.refused,
-                                               builder);
-          for (const Input& input : inputs) {
-            metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
-                                        input.lags.get(), input.regressions.get(), builder);
-          }
-          static const std::vector<analysis::FlinkSourceJoin> kNoJoins;
-          for (const FlinkInput& input : flink_inputs) {
-            const auto joined = findings->flink.find(input.config.name);
-            const auto& joins =
-                input.snapshot && joined != findings->flink.end() ? joined->second.joins : kNoJoins;
-            metrics::AppendFlinkMetrics(input.config.name, input.status, input.snapshot.get(),
-                                        joins, now, builder);
-          }
-          metrics::AppendFindingsMetrics(*findings, builder);
-          auto text =
-              std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
-          // Once per render, not per scrape: Prometheus asks for gzip every time.
-          auto gzipped = std::make_shared<const std::string>(http::Gzip(*text));
-          auto page = std::make_shared<const std::string>(
-              status::RenderStatusPage(*findings, sources, kVersion, now));
-          asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
-                           page = std::move(page), generation] {
-            if (generation < published_generation_) return;
-            published_generation_ = generation;
-            exposition_ = text;
-            exposition_gzip_ = gzipped;
-            status_page_ = page;
-          });
-        });
+    asio::post(workers_, [this, inputs = std::move(inputs), flink_inputs = std::move(flink_inputs),
+                          findings = findings_, now = UnixNow(), generation,
+                          reload_ok = last_reload_successful_,
+                          reload_time = last_reload_success_time_, sources = SourceStatuses(),
+                          connections = server_.connection_counts()] {
+      metrics::FamilyBuilder builder;
+      metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+      metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
+                                           connections.shed_for_any_client, connections.refused,
+                                           builder);
+      for (const Input& input : inputs) {
+        metrics::AppendKafkaMetrics(input.name, input.status, input.snapshot.get(),
+                                    input.lags.get(), input.regressions.get(), builder);
+      }
+      static const std::vector<analysis::FlinkSourceJoin> kNoJoins;
+      for (const FlinkInput& input : flink_inputs) {
+        const auto joined = findings->flink.find(input.config.name);
+        const auto& joins =
+            input.snapshot && joined != findings->flink.end() ? joined->second.joins : kNoJoins;
+        metrics::AppendFlinkMetrics(input.config.name, input.status, input.snapshot.get(), joins,
+                                    now, builder);
+      }
+      metrics::AppendFindingsMetrics(*findings, builder);
+      auto text =
+          std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+      // Once per render, not per scrape: Prometheus asks for gzip every time. An exception
+      // escaping a pool handler would end the process: without a compressed form the
+      // scrape gets the text.
+      std::shared_ptr<const std::string> gzipped;
+      try {
+        gzipped = std::make_shared<const std::string>(http::Gzip(*text));
+      } catch (const std::exception& error) {
+        spdlog::warn("gzip of the exposition failed, serving it uncompressed: {}", error.what());
+      }
+      auto page = std::make_shared<const std::string>(
+          status::RenderStatusPage(*findings, sources, kVersion, now));
+      asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
+                       page = std::move(page), generation] {
+        if (generation < published_generation_) return;
+        published_generation_ = generation;
+        exposition_ = text;
+        exposition_gzip_ = gzipped;
+        status_page_ = page;
+      });
+    });
   }
 
   // Every configured source, polled or not, for the status page.
