@@ -539,7 +539,7 @@ struct Analyzer::State {
     state.down_since.reset();
     std::map<std::string, const kafka::KafkaSnapshot*> kafka_up;
     for (const auto& [name, kafka_view] : sources.kafka) {
-      if (kafka_view.snapshot != nullptr) kafka_up[name] = kafka_view.snapshot;
+      if (kafka_view.snapshot != nullptr) kafka_up[name] = kafka_view.snapshot.get();
     }
     // Pointers into the snapshot the app holds for as long as this call runs.
     for (const flink::FlinkJob& job : view->second.snapshot->jobs) {
@@ -699,7 +699,7 @@ struct Analyzer::State {
     const auto cluster = kafka.find(join.kafka_cluster);
     if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
     const double refreshed = state.polled_at - state.metrics_fetch_interval;
-    const kafka::KafkaSnapshot* snapshot = sources.kafka.at(join.kafka_cluster).snapshot;
+    const kafka::KafkaSnapshot* snapshot = sources.kafka.at(join.kafka_cluster).snapshot.get();
     std::map<std::string, FlinkTopicJoin> topics;
     for (const FlinkTopicJoin& joined : join.topics) {
       // The sums are recomputed below; which partitions nobody reads stays as the join found.
@@ -1339,9 +1339,8 @@ Analyzer::~Analyzer() = default;
 
 void Analyzer::SetConfig(const config::DiagnosisConfig& config) { state_->config = config; }
 
-std::shared_ptr<const Findings> Analyzer::ObserveKafka(
-    const std::string& cluster, const std::vector<OffsetRegression>& regressions,
-    const SourcesView& sources, double now) {
+std::shared_ptr<const Findings> Analyzer::ObserveKafka(const std::string& cluster,
+                                                       const SourcesView& sources, double now) {
   KafkaClusterState& state = state_->kafka[cluster];
   const auto view = sources.kafka.find(cluster);
   if (view == sources.kafka.end() || view->second.snapshot == nullptr ||
@@ -1352,7 +1351,7 @@ std::shared_ptr<const Findings> Analyzer::ObserveKafka(
   } else {
     const kafka::KafkaSnapshot& snapshot = *view->second.snapshot;
     const std::vector<GroupLag>& lags = *view->second.lags;
-    state_->RecordKafka(state, snapshot, lags, regressions, now);
+    state_->RecordKafka(state, snapshot, lags, view->second.regressions, now);
     state.findings = state_->FindKafka(state, snapshot, lags, now);
     state.up = true;
   }

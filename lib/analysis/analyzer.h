@@ -32,6 +32,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
+#include "analysis/kafka_poll.h"
 #include "analysis/lag_seconds.h"
 #include "analysis/offset_regressions.h"
 #include "analysis/sawtooth.h"
@@ -121,17 +122,14 @@ struct Findings {
   std::vector<DiagnosisFinding> diagnosis;     // sorted by cluster, group, job
 };
 
-// The latest state of every source, as the app holds it; null snapshots are sources that are down.
+// The latest state of every source, shared and immutable; null snapshots are sources that are
+// down.
 struct SourcesView {
-  struct Kafka {
-    const kafka::KafkaSnapshot* snapshot = nullptr;
-    const std::vector<GroupLag>* lags = nullptr;
-  };
   struct Flink {
-    const config::FlinkClusterConfig* config = nullptr;
-    const flink::FlinkSnapshot* snapshot = nullptr;
+    std::shared_ptr<const config::FlinkClusterConfig> config;
+    std::shared_ptr<const flink::FlinkSnapshot> snapshot;
   };
-  std::map<std::string, Kafka> kafka;
+  std::map<std::string, KafkaPoll> kafka;
   std::map<std::string, Flink> flink;
 };
 
@@ -144,10 +142,8 @@ class Analyzer {
 
   void SetConfig(const config::DiagnosisConfig& config);
 
-  // Kafka cluster `cluster` finished a poll (its entry in `sources` is the new state);
-  // `regressions` are the offset regressions that poll found.
+  // Kafka cluster `cluster` finished a poll; its entry in `sources` is the new state.
   std::shared_ptr<const Findings> ObserveKafka(const std::string& cluster,
-                                               const std::vector<OffsetRegression>& regressions,
                                                const SourcesView& sources, double now);
 
   // Flink cluster `cluster` finished a poll.

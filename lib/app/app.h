@@ -1,11 +1,5 @@
-// app::App: the daemon. Owns the event loop, the sources, the published exposition and the
-// HTTP server, and is the only place that reads the clock.
-//
-// One boost::asio::io_context thread runs timers, the HTTP server and all state changes; blocking
-// collector calls and exposition rendering run on a small worker pool and post their results
-// back. A scrape therefore only copies the latest rendered exposition and never waits on Kafka.
-// SIGTERM/SIGINT stop it; SIGHUP and POST /-/reload re-read the configuration, keeping the old
-// one running when the new one is invalid.
+// app: lagsight's entry points for cmd/: run the daemon (app/daemon.h) with the options of the
+// command line, or only check a configuration file as the daemon would (--config.check).
 #pragma once
 
 #include <optional>

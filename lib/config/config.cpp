@@ -612,12 +612,10 @@ Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_n
   }
 }
 
-Result<Config> LoadConfigFile(const std::string& path, const EnvLookup& env) {
+Result<std::string> ReadConfigFile(const std::string& path) {
   auto text = ReadBoundedFile(path, kMaxConfigFileBytes);
-  if (!text) {
-    return Error{path + ": cannot read the configuration file: " + text.error().message};
-  }
-  return ParseConfig(*text, path, env);
+  if (!text) return Error{path + ": cannot read the configuration file: " + text.error().message};
+  return text;
 }
 
 }  // namespace lagsight::config

@@ -132,7 +132,8 @@ EnvLookup ProcessEnvironment();
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
                            const EnvLookup& env);
 
-// Reads and parses a file; the error says when the file cannot be read.
-Result<Config> LoadConfigFile(const std::string& path, const EnvLookup& env);
+// The text of the configuration file, within the bound of every file lagsight reads; the error
+// says why the file cannot be read. The daemon keeps the text to tell an unchanged file on reload.
+Result<std::string> ReadConfigFile(const std::string& path);
 
 }  // namespace lagsight::config

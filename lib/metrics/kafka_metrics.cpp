@@ -101,12 +101,13 @@ const char* PositionName(analysis::CommitPosition position) {
 }  // namespace
 
 void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
-                        const kafka::KafkaSnapshot* snapshot,
-                        const std::vector<analysis::GroupLag>* lags,
-                        const OffsetRegressionCounts* regressions, FamilyBuilder& out) {
+                        const analysis::KafkaPoll& poll, FamilyBuilder& out) {
   const Labels cluster_labels = {{"kafka_cluster", cluster}};
   AppendPollStatus(kHealth, cluster_labels, status, out);
-  if (snapshot == nullptr || lags == nullptr) return;
+  if (poll.snapshot == nullptr || poll.lags == nullptr) return;
+  const kafka::KafkaSnapshot* snapshot = poll.snapshot.get();
+  const std::vector<analysis::GroupLag>* lags = poll.lags.get();
+  const analysis::OffsetRegressionCounts* regressions = poll.regression_counts.get();
 
   out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
   if (snapshot->offsets_retention_seconds) {

@@ -13,21 +13,15 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/kafka_lag.h"
+#include "analysis/kafka_poll.h"
 #include "kafka/snapshot.h"
 #include "metrics/exposition.h"
 #include "metrics/poll_status.h"
 
 namespace lagsight::metrics {
 
-// How often each group's committed offset went backwards since lagsight started.
-using OffsetRegressionCounts =
-    std::map<std::pair<std::string, kafka::TopicPartition>, std::uint64_t>;
-
-// `snapshot` and `lags` are null when the latest poll failed; `regressions` may be null.
+// `poll.snapshot` is null when the latest poll failed.
 void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
-                        const kafka::KafkaSnapshot* snapshot,
-                        const std::vector<analysis::GroupLag>* lags,
-                        const OffsetRegressionCounts* regressions, FamilyBuilder& out);
+                        const analysis::KafkaPoll& poll, FamilyBuilder& out);
 
 }  // namespace lagsight::metrics

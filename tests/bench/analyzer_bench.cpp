@@ -35,11 +35,10 @@ int main(int argc, char** argv) {
       }
       snapshot.groups.push_back(std::move(group));
     }
-    const auto lags = analysis::ComputeGroupLags(snapshot);
     analysis::SourcesView view;
-    view.kafka["prod"] = {&snapshot, &lags};
+    view.kafka["prod"] = analysis::DeriveKafkaPoll(std::move(snapshot), {});
     const auto started = std::chrono::steady_clock::now();
-    const auto findings = analyzer.ObserveKafka("prod", {}, view, 1'000'000.0 + 15 * poll);
+    const auto findings = analyzer.ObserveKafka("prod", view, 1'000'000.0 + 15 * poll);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     if (poll >= 40) millis.push_back(std::chrono::duration<double, std::milli>(elapsed).count());
     if (findings->diagnosis.size() != static_cast<std::size_t>(groups)) return 1;

@@ -34,10 +34,10 @@ int main(int argc, char** argv) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  const auto lags = analysis::ComputeGroupLags(snapshot);
+  const auto poll = analysis::DeriveKafkaPoll(std::move(snapshot), {});
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
-  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, &snapshot, &lags, nullptr, builder);
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, builder);
   auto families = std::move(builder).Build();
   const auto built = std::chrono::steady_clock::now();
   const std::string text = metrics::Serialize(families);

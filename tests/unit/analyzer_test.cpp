@@ -59,7 +59,7 @@ class World {
 
   std::shared_ptr<const analysis::Findings> Poll() {
     now += poll_seconds;
-    kafka_ = std::make_shared<kafka::KafkaSnapshot>();
+    auto kafka_ = std::make_unique<kafka::KafkaSnapshot>();
     kafka_->all_topics = {"orders"};
     kafka_->topic_partitions["orders"] = 1;
     kafka_->partitions[{"orders", 0}] = {0, log_end};
@@ -74,7 +74,8 @@ class World {
       group.committed[{"orders", 0}] = offset;
       kafka_->groups.push_back(group);
     }
-    lags_ = std::make_shared<std::vector<analysis::GroupLag>>(analysis::ComputeGroupLags(*kafka_));
+    // As the daemon's Kafka source does on its worker.
+    kafka_poll_ = analysis::DeriveKafkaPoll(std::move(*kafka_), kafka_poll_);
     if (with_job) {
       flink_ = std::make_shared<flink::FlinkSnapshot>();
       flink_->metrics_fetch_interval_ms = fetch_interval_ms;
@@ -101,15 +102,13 @@ class World {
       if (job_present) flink_->jobs.push_back(job);
     }
     analysis::SourcesView view;
-    view.kafka[kCluster] = {kafka_.get(), lags_.get()};
+    view.kafka[kCluster] = kafka_poll_;
     if (with_job) {
-      view.flink["flink"] = {&flink_config_, flink_up ? flink_.get() : nullptr};
+      view.flink["flink"] = {std::make_shared<const config::FlinkClusterConfig>(flink_config_),
+                             flink_up ? flink_ : nullptr};
       analyzer_->ObserveFlink("flink", view, now);
     }
-    std::vector<analysis::OffsetRegression> regressions;
-    if (previous_) regressions = analysis::FindOffsetRegressions(*previous_, *kafka_);
-    previous_ = kafka_;
-    return analyzer_->ObserveKafka(kCluster, regressions, view, now);
+    return analyzer_->ObserveKafka(kCluster, view, now);
   }
 
   static std::optional<Cause> CauseOf(const analysis::Findings& findings, const std::string& group,
@@ -149,9 +148,7 @@ class World {
   config::DiagnosisConfig config_;
   config::FlinkClusterConfig flink_config_;
   std::unique_ptr<analysis::Analyzer> analyzer_;
-  std::shared_ptr<kafka::KafkaSnapshot> kafka_;
-  std::shared_ptr<const kafka::KafkaSnapshot> previous_;
-  std::shared_ptr<std::vector<analysis::GroupLag>> lags_;
+  analysis::KafkaPoll kafka_poll_;
   std::shared_ptr<flink::FlinkSnapshot> flink_;
 };
 

@@ -84,8 +84,7 @@ TEST_CASE("files opened by name elsewhere are checked without being opened") {
 }
 
 TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize files") {
-  const auto config =
-      lagsight::config::LoadConfigFile("/dev/zero", lagsight::config::ProcessEnvironment());
+  const auto config = lagsight::config::ReadConfigFile("/dev/zero");
   REQUIRE_FALSE(config.ok());
   CHECK(config.error().message ==
         "/dev/zero: cannot read the configuration file: not a regular file (it is a character "
@@ -99,8 +98,7 @@ TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize
   TempDir dir;
   // A YAML comment just over the limit: only its size is wrong.
   const fs::path huge = WriteFile(dir.path() / "huge.yaml", kMaxConfigFileBytes + 1, '#');
-  const auto huge_config =
-      lagsight::config::LoadConfigFile(huge, lagsight::config::ProcessEnvironment());
+  const auto huge_config = lagsight::config::ReadConfigFile(huge);
   REQUIRE_FALSE(huge_config.ok());
   CHECK(huge_config.error().message ==
         huge.string() +

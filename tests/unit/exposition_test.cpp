@@ -59,12 +59,15 @@ kafka::KafkaSnapshot SampleSnapshot() {
 std::string Render(const metrics::PollStatus& status, const kafka::KafkaSnapshot* snapshot) {
   metrics::FamilyBuilder builder;
   metrics::AppendProcessMetrics("1.2.3", "abc", true, 1700000000.5, builder);
-  std::vector<analysis::GroupLag> lags;
-  if (snapshot) lags = analysis::ComputeGroupLags(*snapshot);
-  const metrics::OffsetRegressionCounts regressions = {
-      {{"orders-enrichment", {"orders.v2", 1}}, 2}};
-  metrics::AppendKafkaMetrics("prod", status, snapshot, snapshot ? &lags : nullptr, &regressions,
-                              builder);
+  analysis::KafkaPoll poll;
+  if (snapshot) {
+    poll.snapshot = std::make_shared<const kafka::KafkaSnapshot>(*snapshot);
+    poll.lags = std::make_shared<const std::vector<analysis::GroupLag>>(
+        analysis::ComputeGroupLags(*snapshot));
+  }
+  poll.regression_counts = std::make_shared<const analysis::OffsetRegressionCounts>(
+      analysis::OffsetRegressionCounts{{{"orders-enrichment", {"orders.v2", 1}}, 2}});
+  metrics::AppendKafkaMetrics("prod", status, poll, builder);
   return metrics::Serialize(std::move(builder).Build());
 }
 

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "analysis/kafka_poll.h"
+
 using namespace lagsight;
 
 namespace {
@@ -32,4 +34,37 @@ TEST_CASE(
   CHECK(regressions[0].partition == kafka::TopicPartition{"t", 0});
   CHECK(regressions[0].from == 100);
   CHECK(regressions[0].to == 40);
+}
+
+TEST_CASE(
+    "a Kafka poll counts regressions, keeps the counts through a failed poll, drops vanished "
+    "groups") {
+  const analysis::KafkaPoll first = analysis::DeriveKafkaPoll(
+      With({{"g", {{{"t", 0}, 100}}}, {"h", {{{"t", 0}, 10}}}}), analysis::KafkaPoll{});
+  REQUIRE(first.snapshot);
+  REQUIRE(first.lags);
+  CHECK(first.regressions.empty());
+  CHECK(first.regression_counts->empty());
+
+  const auto second =
+      analysis::DeriveKafkaPoll(With({{"g", {{{"t", 0}, 40}}}, {"h", {{{"t", 0}, 5}}}}), first);
+  REQUIRE(second.regressions.size() == 2);
+  CHECK(second.regression_counts->at({"g", {"t", 0}}) == 1);
+  CHECK(second.regression_counts->at({"h", {"t", 0}}) == 1);
+
+  // A failed poll serves no data but forgets no count; the poll after it compares with nothing.
+  const auto failed = analysis::DeriveKafkaPoll(std::nullopt, second);
+  CHECK_FALSE(failed.snapshot);
+  CHECK_FALSE(failed.lags);
+  CHECK(failed.regressions.empty());
+  CHECK(failed.regression_counts->size() == 2);
+  const auto after_failure = analysis::DeriveKafkaPoll(With({{"g", {{{"t", 0}, 30}}}}), failed);
+  CHECK(after_failure.regressions.empty());
+  // h vanished: its count goes with it; g's stays.
+  CHECK(*after_failure.regression_counts == analysis::OffsetRegressionCounts{{{"g", {"t", 0}}, 1}});
+
+  const auto third = analysis::DeriveKafkaPoll(With({{"g", {{{"t", 0}, 20}}}}), after_failure);
+  CHECK(third.regression_counts->at({"g", {"t", 0}}) == 2);
+  // The previous poll's result is untouched: the renderer may still be reading it.
+  CHECK(after_failure.regression_counts->at({"g", {"t", 0}}) == 1);
 }

@@ -1,0 +1,337 @@
+#include "app/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "app/source.h"
+#include "app/source_health.h"
+#include "app/source_plan.h"
+#include "http/gzip.h"
+#include "http/server.h"
+#include "metrics/findings_metrics.h"
+#include "metrics/process_metrics.h"
+#include "status/status_page.h"
+
+namespace lagsight::app {
+
+namespace {
+
+namespace asio = boost::asio;
+
+// How long a shutdown may wait for polls in flight and for Kafka clients to close. A librdkafka
+// call or rd_kafka_destroy() cannot be interrupted and can block far longer than this (a
+// bootstrap list that mixes two clusters kept a client busy past a 10 s SIGTERM budget);
+// Kubernetes sends SIGKILL after 30 s by default, so lagsight exits on its own terms first.
+constexpr std::chrono::seconds kShutdownGrace{5};
+using SteadyClock = std::chrono::steady_clock;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+status::SourceStatus::Kind StatusKind(Source::Kind kind) {
+  return kind == Source::Kind::kKafka ? status::SourceStatus::Kind::kKafka
+                                      : status::SourceStatus::Kind::kFlink;
+}
+
+class Daemon {
+ public:
+  Daemon(Options options, asio::ip::tcp::endpoint listen_endpoint)
+      : options_(std::move(options)),
+        listen_endpoint_(listen_endpoint),
+        workers_(4),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        server_(io_,
+                http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
+                                [this] { return Reload(); }, [this] { return status_page_; },
+                                [this] { return exposition_gzip_; }},
+                {}, options_.web_config_file) {}
+
+  int Run(std::string config_text, ValidatedConfig initial) {
+    if (const auto error = server_.Listen(listen_endpoint_)) {
+      spdlog::error("{}", error->message);
+      return 1;
+    }
+    const auto bound = server_.local_endpoint();
+    spdlog::info("lagsight {} ({}) listening on {}:{}", kVersion, kRevision,
+                 bound.address().to_string(), bound.port());
+    Apply(std::move(config_text), std::move(initial));
+    WaitForSignal();
+    io_.run();
+    spdlog::info("waiting for polls in flight to finish");
+    workers_.join();
+    retirer_.join();
+    sources_.clear();
+    spdlog::info("stopped");
+    return 0;
+  }
+
+ private:
+  using Key = std::pair<Source::Kind, std::string>;
+
+  // A configured source and what the daemon keeps about it: its health and its poll timer.
+  struct Running {
+    Running(asio::io_context& io, std::shared_ptr<Source> polled)
+        : source(std::move(polled)), timer(io) {}
+    std::shared_ptr<Source> source;
+    SourceHealth health;
+    asio::steady_timer timer;
+  };
+
+  void WaitForSignal() {
+    signals_.async_wait([this](const boost::system::error_code& error, int signal) {
+      if (error) return;
+      if (signal == SIGHUP) {
+        spdlog::info("SIGHUP: reloading {}", options_.config_file);
+        Reload();
+        WaitForSignal();
+        return;
+      }
+      spdlog::info("signal {}: shutting down", signal);
+      Shutdown();
+    });
+  }
+
+  void Shutdown() {
+    stopping_ = true;
+    // Nothing lagsight holds needs saving: after the grace period the exit is as good as a
+    // clean one, and it does not leave an orchestrator waiting to kill the process.
+    // The logger is held by value: if exit() outlasts the grace, spdlog's registry may be gone.
+    std::thread([logger = spdlog::default_logger()] {
+      std::this_thread::sleep_for(kShutdownGrace);
+      logger->warn("shutdown did not finish within {}s (a Kafka call still running); exiting now",
+                   kShutdownGrace.count());
+      logger->flush();
+      std::_Exit(0);
+    }).detach();
+    server_.Stop();
+    for (auto& [key, running] : sources_) running->timer.cancel();
+    io_.stop();
+  }
+
+  // Replaces the running sources with those of `validated`; a source whose settings did not
+  // change keeps its client, connections and health counters.
+  void Apply(std::string config_text, ValidatedConfig validated) {
+    std::map<Key, std::shared_ptr<Running>> next;
+    std::vector<std::shared_ptr<Running>> to_start;
+    for (PlannedSource& planned : PlanSources(validated, {io_, workers_, retirer_})) {
+      Key key{planned.kind, planned.name};
+      const auto existing = sources_.find(key);
+      if (existing != sources_.end() && planned.unchanged(*existing->second->source)) {
+        next[key] = existing->second;
+        continue;
+      }
+      auto running = std::make_shared<Running>(io_, planned.create());
+      if (existing != sources_.end()) {
+        // Changed settings: counters go on, and the last data is served until the new
+        // settings' first poll replaces it, so a reload does not blank the source's series.
+        running->health = existing->second->health;
+        running->health.polling = false;
+        running->source->TakeOver(*existing->second->source);
+      }
+      next[key] = running;
+      to_start.push_back(running);
+    }
+    for (auto& [key, running] : sources_) {
+      const auto kept = next.find(key);
+      if (kept != next.end() && kept->second == running) continue;
+      running->timer.cancel();
+      running->source->Retire();
+    }
+    sources_ = std::move(next);
+    for (const auto& running : to_start) StartPoll(running);
+
+    analyzer_.SetConfig(validated.config.diagnosis);
+    std::set<std::string> kafka_names;
+    std::set<std::string> flink_names;
+    for (const auto& [key, running] : sources_) {
+      (key.first == Source::Kind::kKafka ? kafka_names : flink_names).insert(key.second);
+    }
+    analyzer_.Retain(kafka_names, flink_names);
+    loaded_config_text_ = std::move(config_text);
+    last_reload_successful_ = true;
+    last_reload_success_time_ = UnixNow();
+    RequestRender();
+  }
+
+  std::optional<std::string> Reload() {
+    auto text = config::ReadConfigFile(options_.config_file);
+    std::optional<std::string> failure;
+    if (!text) {
+      failure = text.error().message;
+    } else if (*text == loaded_config_text_) {
+      spdlog::info("configuration unchanged; nothing to reload");
+      return std::nullopt;
+    } else if (auto validated = Validate(
+                   *text, options_.config_file, [this](const config::KafkaClusterConfig& cluster) {
+                     const auto running = sources_.find({Source::Kind::kKafka, cluster.name});
+                     return running != sources_.end() &&
+                            RunsKafkaCluster(*running->second->source, cluster);
+                   })) {
+      const std::size_t kafka_clusters = validated->config.kafka.size();
+      Apply(std::move(text).value(), std::move(validated).value());
+      spdlog::info("configuration reloaded: {} kafka cluster(s)", kafka_clusters);
+      return std::nullopt;
+    } else {
+      failure = validated.error().message;
+    }
+    spdlog::error("configuration reload failed, keeping the running configuration: {}", *failure);
+    last_reload_successful_ = false;
+    RequestRender();
+    return failure;
+  }
+
+  void StartPoll(const std::shared_ptr<Running>& running) {
+    if (stopping_) return;
+    const Source& source = *running->source;
+    if (running->health.polling) {
+      spdlog::warn("{} cluster \"{}\": the previous poll is still running; skipping this one",
+                   KindName(source.kind()), source.name());
+      ScheduleNextPoll(running, SteadyClock::now() + source.poll_interval());
+      return;
+    }
+    running->health.polling = true;
+    const auto started = SteadyClock::now();
+    running->source->Poll(View(), [this, running, started](std::optional<std::string> error) {
+      OnPollDone(running, error, started);
+    });
+  }
+
+  void OnPollDone(const std::shared_ptr<Running>& running, const std::optional<std::string>& error,
+                  SteadyClock::time_point started) {
+    Source& source = *running->source;
+    const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+    running->health.Record(KindName(source.kind()), source.name(), error, seconds, UnixNow());
+    if (stopping_) return;
+    const auto current = sources_.find({source.kind(), source.name()});
+    if (current == sources_.end() || current->second != running) return;  // removed by a reload
+    findings_ = source.Observe(analyzer_, View(), UnixNow());
+    ScheduleNextPoll(running, started + source.poll_interval());
+    RequestRender();
+  }
+
+  void ScheduleNextPoll(const std::shared_ptr<Running>& running, SteadyClock::time_point when) {
+    if (stopping_) return;
+    running->timer.expires_at(std::max(when, SteadyClock::now()));
+    running->timer.async_wait([this, running](const boost::system::error_code& error) {
+      if (!error) StartPoll(running);
+    });
+  }
+
+  // The latest state of every source, shared and immutable.
+  analysis::SourcesView View() const {
+    analysis::SourcesView view;
+    for (const auto& [key, running] : sources_) running->source->AddTo(view);
+    return view;
+  }
+
+  // Renders the exposition and the status page on a worker from immutable inputs; a newer
+  // render always wins.
+  void RequestRender() {
+    std::vector<Source::Render> renders;
+    for (const auto& [key, running] : sources_) {
+      if (!running->health.polled_once) continue;  // nothing known yet: /readyz says so
+      renders.push_back(running->source->Renderer(running->health.status));
+    }
+    const std::uint64_t generation = ++render_generation_;
+    asio::post(workers_, [this, renders = std::move(renders), findings = findings_, now = UnixNow(),
+                          generation, reload_ok = last_reload_successful_,
+                          reload_time = last_reload_success_time_, sources = SourceStatuses(),
+                          connections = server_.connection_counts()] {
+      metrics::FamilyBuilder builder;
+      metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+      metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
+                                           connections.shed_for_any_client, connections.refused,
+                                           builder);
+      for (const Source::Render& render : renders) render(*findings, now, builder);
+      metrics::AppendFindingsMetrics(*findings, builder);
+      auto text =
+          std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+      // Once per render, not per scrape: Prometheus asks for gzip every time. An exception
+      // escaping a pool handler would end the process: without a compressed form the
+      // scrape gets the text.
+      std::shared_ptr<const std::string> gzipped;
+      try {
+        gzipped = std::make_shared<const std::string>(http::Gzip(*text));
+      } catch (const std::exception& error) {
+        spdlog::warn("gzip of the exposition failed, serving it uncompressed: {}", error.what());
+      }
+      auto page = std::make_shared<const std::string>(
+          status::RenderStatusPage(*findings, sources, kVersion, now));
+      asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
+                       page = std::move(page), generation] {
+        if (generation < published_generation_) return;
+        published_generation_ = generation;
+        exposition_ = text;
+        exposition_gzip_ = gzipped;
+        status_page_ = page;
+      });
+    });
+  }
+
+  // Every configured source, polled or not, for the status page.
+  std::vector<status::SourceStatus> SourceStatuses() const {
+    std::vector<status::SourceStatus> out;
+    for (const auto& [key, running] : sources_) {
+      const SourceHealth& health = running->health;
+      out.push_back({StatusKind(key.first), key.second, health.polled_once, health.status.up,
+                     health.status.last_success_unix_seconds, health.last_error});
+    }
+    return out;
+  }
+
+  http::Readiness Readiness() const {
+    std::string waiting;
+    for (const auto& [key, running] : sources_) {
+      if (running->health.polled_once) continue;
+      waiting += waiting.empty() ? "" : ", ";
+      waiting += std::string(KindName(key.first)) + " " + key.second;
+    }
+    if (sources_.empty()) return {false, "no sources configured"};
+    if (!waiting.empty()) return {false, "waiting for the first poll of " + waiting};
+    return {true, ""};
+  }
+
+  Options options_;
+  asio::ip::tcp::endpoint listen_endpoint_;
+  asio::io_context io_;
+  asio::thread_pool workers_;     // joined in Run() before anything it uses is destroyed
+  asio::thread_pool retirer_{1};  // destroys the clients of replaced sources
+  asio::signal_set signals_;
+  http::Server server_;
+  std::map<Key, std::shared_ptr<Running>> sources_;
+  std::string loaded_config_text_;
+  bool last_reload_successful_ = false;
+  double last_reload_success_time_ = 0;
+  bool stopping_ = false;
+  std::uint64_t render_generation_ = 0;
+  std::uint64_t published_generation_ = 0;
+  std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
+  std::shared_ptr<const std::string> exposition_gzip_;  // null until the first render
+  std::shared_ptr<const std::string> status_page_;      // null: the router serves its landing page
+  // History and derived findings; touched only on the event loop thread, after each poll.
+  analysis::Analyzer analyzer_{config::DiagnosisConfig{}};
+  std::shared_ptr<const analysis::Findings> findings_ = std::make_shared<analysis::Findings>();
+};
+
+}  // namespace
+
+int RunDaemon(const Options& options, const boost::asio::ip::tcp::endpoint& listen_endpoint,
+              std::string config_text, ValidatedConfig initial) {
+  Daemon daemon(options, listen_endpoint);
+  return daemon.Run(std::move(config_text), std::move(initial));
+}
+
+}  // namespace lagsight::app

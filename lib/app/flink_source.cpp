@@ -1,0 +1,69 @@
+#include "app/flink_source.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include "flink/client_options.h"
+#include "metrics/flink_metrics.h"
+
+namespace lagsight::app {
+
+namespace asio = boost::asio;
+
+FlinkSource::FlinkSource(asio::io_context& io, config::FlinkClusterConfig config)
+    : io_(io),
+      config_(std::make_shared<const config::FlinkClusterConfig>(std::move(config))),
+      collector_(std::make_shared<flink::Collector>(
+          *config_,
+          std::move(flink::HttpClient::Create(io.get_executor(), flink::ClientOptions(*config_)))
+              .value())) {}
+
+void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
+  asio::co_spawn(
+      io_,
+      [self = shared_from_this(), collector = collector_,
+       done = std::move(done)]() -> asio::awaitable<void> {
+        auto polled = co_await collector->Poll();
+        std::optional<std::string> error;
+        if (polled) {
+          for (const std::string& partial : polled->partial_errors) {
+            spdlog::debug("flink cluster \"{}\": {}", self->name(), partial);
+          }
+          self->snapshot_ = std::make_shared<const flink::FlinkSnapshot>(std::move(polled).value());
+        } else {
+          error = polled.error().message;
+          self->snapshot_.reset();
+        }
+        done(std::move(error));
+      },
+      asio::detached);
+}
+
+void FlinkSource::AddTo(analysis::SourcesView& view) const {
+  view.flink[config_->name] = {config_, snapshot_};
+}
+
+std::shared_ptr<const analysis::Findings> FlinkSource::Observe(analysis::Analyzer& analyzer,
+                                                               const analysis::SourcesView& sources,
+                                                               double now_unix_seconds) {
+  return analyzer.ObserveFlink(config_->name, sources, now_unix_seconds);
+}
+
+Source::Render FlinkSource::Renderer(const metrics::PollStatus& status) const {
+  return [name = config_->name, status, snapshot = snapshot_](
+             const analysis::Findings& findings, double now, metrics::FamilyBuilder& out) {
+    static const std::vector<analysis::FlinkSourceJoin> kNoJoins;
+    const auto joined = findings.flink.find(name);
+    const auto& joins =
+        snapshot && joined != findings.flink.end() ? joined->second.joins : kNoJoins;
+    metrics::AppendFlinkMetrics(name, status, snapshot.get(), joins, now, out);
+  };
+}
+
+void FlinkSource::TakeOver(const Source& previous) {
+  if (const auto* flink = dynamic_cast<const FlinkSource*>(&previous)) snapshot_ = flink->snapshot_;
+}
+
+}  // namespace lagsight::app

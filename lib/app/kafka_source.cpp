@@ -1,0 +1,118 @@
+#include "app/kafka_source.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <limits>
+
+#include "metrics/kafka_metrics.h"
+
+namespace lagsight::app {
+
+namespace asio = boost::asio;
+
+KafkaSource::KafkaSource(asio::io_context& io, asio::thread_pool& workers,
+                         asio::thread_pool& retirer, config::KafkaClusterConfig config,
+                         std::unique_ptr<kafka::RdKafkaAdmin> admin)
+    : io_(io),
+      workers_(workers),
+      retirer_(retirer),
+      config_(std::move(config)),
+      collector_(std::make_shared<kafka::Collector>(config_, std::move(admin))) {}
+
+void KafkaSource::Poll(const analysis::SourcesView& sources, Done done) {
+  // Only a weak reference to the client while queued: a reload storm must not keep every
+  // replaced client (threads, sockets) alive until its turn comes, to poll a cluster no one reads.
+  asio::post(workers_, [self = shared_from_this(), weak_collector = std::weak_ptr(collector_),
+                        reads = FlinkReadsOf(sources), previous = latest_,
+                        done = std::move(done)]() mutable {
+    const auto collector = weak_collector.lock();
+    if (!collector) return;  // replaced by a reload before its turn
+    const auto started = std::chrono::steady_clock::now();
+    auto polled = collector->Poll(reads);
+    std::optional<std::string> error;
+    std::optional<kafka::KafkaSnapshot> snapshot;
+    if (polled) {
+      snapshot = std::move(polled).value();
+    } else {
+      error = polled.error().message;
+    }
+    auto poll = analysis::DeriveKafkaPoll(std::move(snapshot), previous);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    asio::post(self->io_, [self, poll = std::move(poll), error = std::move(error), seconds,
+                           done = std::move(done)]() mutable {
+      self->Store(std::move(poll), seconds);
+      done(std::move(error));
+    });
+  });
+}
+
+void KafkaSource::Store(analysis::KafkaPoll poll, double seconds) {
+  if (poll.snapshot) {
+    const kafka::KafkaSnapshot& snapshot = *poll.snapshot;
+    if (snapshot.partial_errors.size() != last_partial_errors_) {
+      for (const std::string& partial : snapshot.partial_errors) {
+        spdlog::warn("kafka cluster \"{}\": {}", config_.name, partial);
+      }
+    }
+    last_partial_errors_ = snapshot.partial_errors.size();
+    spdlog::debug("kafka cluster \"{}\": polled {} groups in {:.3f}s", config_.name,
+                  snapshot.groups.size(), seconds);
+    for (const analysis::OffsetRegression& regression : poll.regressions) {
+      spdlog::info("kafka group \"{}\" {}/{}: committed offset went back from {} to {}",
+                   regression.group, regression.partition.topic, regression.partition.partition,
+                   regression.from, regression.to);
+    }
+  }
+  latest_ = std::move(poll);
+}
+
+void KafkaSource::AddTo(analysis::SourcesView& view) const { view.kafka[config_.name] = latest_; }
+
+std::shared_ptr<const analysis::Findings> KafkaSource::Observe(analysis::Analyzer& analyzer,
+                                                               const analysis::SourcesView& sources,
+                                                               double now_unix_seconds) {
+  return analyzer.ObserveKafka(config_.name, sources, now_unix_seconds);
+}
+
+Source::Render KafkaSource::Renderer(const metrics::PollStatus& status) const {
+  return [name = config_.name, status, poll = latest_](const analysis::Findings&, double,
+                                                       metrics::FamilyBuilder& out) {
+    metrics::AppendKafkaMetrics(name, status, poll, out);
+  };
+}
+
+void KafkaSource::TakeOver(const Source& previous) {
+  if (const auto* kafka = dynamic_cast<const KafkaSource*>(&previous)) {
+    latest_ = kafka->latest_;
+    // A poll of the previous settings that ends later must not count regressions against ours.
+    latest_.regressions.clear();
+  }
+}
+
+void KafkaSource::Retire() {
+  // A poll in flight holds the client and releases it when it ends.
+  asio::post(retirer_, [retired = std::move(collector_)] {});
+}
+
+kafka::FlinkReads FlinkReadsOf(const analysis::SourcesView& sources) {
+  kafka::FlinkReads reads;
+  for (const auto& [name, flink] : sources.flink) {
+    if (!flink.snapshot) continue;
+    for (const flink::FlinkJob& job : flink.snapshot->jobs) {
+      for (const flink::SourceReader& reader : job.sources) {
+        for (const auto& [tp, offsets] : reader.partitions) {
+          reads.escaped_topics.insert(tp.escaped_topic);
+          if (offsets.current && *offsets.current < std::numeric_limits<std::int64_t>::max()) {
+            reads.positions.emplace(tp.escaped_topic, tp.partition, *offsets.current + 1);
+          }
+        }
+      }
+    }
+  }
+  return reads;
+}
+
+}  // namespace lagsight::app

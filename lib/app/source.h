@@ -1,0 +1,70 @@
+// app::Source: one thing the daemon polls on a timer: a Kafka cluster, a Flink cluster's REST
+// API, and whatever comes next (an external offset store is one more implementation of this
+// interface, plus its configuration).
+//
+// The daemon drives every source the same way (daemon.cpp): Poll(); when `done` runs, Observe()
+// into the analyzer; Renderer() when the exposition is rendered. Health, timers, readiness and
+// reloads are the daemon's and the same for every source. A source holds its latest state and
+// hands it out only as shared, immutable values (its entry in SourcesView, the Renderer's
+// captures), so a render on a worker never races the next poll.
+//
+// Every method is called on the event-loop thread. Poll() may do its work elsewhere (a worker
+// thread, a coroutine) but calls `done` on the event loop, after the source stored what it read.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "analysis/analyzer.h"
+#include "metrics/exposition.h"
+#include "metrics/poll_status.h"
+
+namespace lagsight::app {
+
+class Source {
+ public:
+  // Also the order in which the daemon polls, renders and lists sources.
+  enum class Kind { kKafka, kFlink };
+  // Runs on the event loop once the poll ended: none = it succeeded.
+  using Done = std::function<void(std::optional<std::string> error)>;
+  // Appends the source's series; runs on a worker with the findings of the same render.
+  using Render = std::function<void(const analysis::Findings& findings, double now_unix_seconds,
+                                    metrics::FamilyBuilder& out)>;
+
+  virtual ~Source() = default;
+
+  virtual Kind kind() const = 0;
+  virtual const std::string& name() const = 0;
+  virtual std::chrono::milliseconds poll_interval() const = 0;
+
+  // Starts one poll. `sources` is every source's latest state (a Kafka poll also reads what
+  // the Flink jobs read). Not called again before `done` ran.
+  virtual void Poll(const analysis::SourcesView& sources, Done done) = 0;
+
+  // Puts the latest state into `view` (also while down: a null snapshot says so).
+  virtual void AddTo(analysis::SourcesView& view) const = 0;
+
+  // Hands the latest poll (already in `sources`) to the analyzer and returns its findings.
+  virtual std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer& analyzer,
+                                                            const analysis::SourcesView& sources,
+                                                            double now_unix_seconds) = 0;
+
+  virtual Render Renderer(const metrics::PollStatus& status) const = 0;
+
+  // This source replaces `previous` (same kind and name, changed settings): it serves the
+  // previous data until its own first poll, so a reload does not blank the series.
+  virtual void TakeOver(const Source& previous) = 0;
+
+  // A reload removed or replaced this source: release what is costly to hold (a poll in flight
+  // may still finish, and nothing it reads is used).
+  virtual void Retire() {}
+};
+
+// "kafka" or "flink", as logs, readiness and the status page name the kind.
+std::string_view KindName(Source::Kind kind);
+
+}  // namespace lagsight::app

@@ -1,0 +1,48 @@
+#include "app/source_plan.h"
+
+#include "app/flink_source.h"
+#include "app/kafka_source.h"
+
+namespace lagsight::app {
+
+bool RunsKafkaCluster(const Source& running, const config::KafkaClusterConfig& cluster) {
+  const auto* kafka = dynamic_cast<const KafkaSource*>(&running);
+  return kafka != nullptr && kafka->config() == cluster;
+}
+
+std::vector<PlannedSource> PlanSources(ValidatedConfig& validated, const SourceContext& context) {
+  std::vector<PlannedSource> plan;
+  for (const config::KafkaClusterConfig& cluster : validated.config.kafka) {
+    plan.push_back(
+        {Source::Kind::kKafka, cluster.name,
+         [&cluster](const Source& running) { return RunsKafkaCluster(running, cluster); },
+         [&cluster, &validated, context]() -> std::shared_ptr<Source> {
+           return std::make_shared<KafkaSource>(context.io, context.workers, context.retirer,
+                                                cluster,
+                                                std::move(validated.admins.at(cluster.name)));
+         }});
+  }
+  for (const config::FlinkClusterConfig& cluster : validated.config.flink) {
+    plan.push_back({Source::Kind::kFlink, cluster.name,
+                    [&cluster](const Source& running) {
+                      const auto* flink = dynamic_cast<const FlinkSource*>(&running);
+                      return flink != nullptr && flink->config() == cluster;
+                    },
+                    [&cluster, context]() -> std::shared_ptr<Source> {
+                      return std::make_shared<FlinkSource>(context.io, cluster);
+                    }});
+  }
+  return plan;
+}
+
+std::string_view KindName(Source::Kind kind) {
+  switch (kind) {
+    case Source::Kind::kKafka:
+      return "kafka";
+    case Source::Kind::kFlink:
+      return "flink";
+  }
+  return "source";
+}
+
+}  // namespace lagsight::app
