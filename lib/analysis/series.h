@@ -34,7 +34,6 @@ class ThinningSeries {
   void Clear() { samples_.clear(); }
   bool empty() const { return samples_.empty(); }
   std::size_t size() const { return samples_.size(); }
-  std::size_t capacity() const { return capacity_; }
   const Sample& back() const { return samples_.back(); }
   const std::vector<Sample>& samples() const { return samples_; }
 

@@ -156,8 +156,9 @@ void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descripti
 
 }  // namespace
 
-Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin)
-    : cluster_(std::move(cluster)), admin_(std::move(admin)) {}
+Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin,
+                     Clock clock)
+    : cluster_(std::move(cluster)), admin_(std::move(admin)), clock_(std::move(clock)) {}
 
 Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
@@ -291,7 +292,7 @@ std::map<std::string, std::int32_t> Collector::AcceptedTopics(
 
 void Collector::ReadRetention(milliseconds timeout, KafkaSnapshot& snapshot) {
   static constexpr const char* kKey = "offsets.retention.minutes";
-  const auto now = SteadyClock::now();
+  const auto now = clock_();
   if (!retention_read_at_ || now - *retention_read_at_ >= kRetentionRefresh) {
     auto value = admin_->BrokerConfig(kKey, timeout);
     std::int64_t minutes = 0;

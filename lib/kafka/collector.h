@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,7 +44,13 @@ struct FlinkReads {
 
 class Collector {
  public:
-  Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin);
+  // What the collector reads the time from where a refresh is due (the seam tests move);
+  // deadlines of calls always use the real steady clock.
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+
+  Collector(
+      config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin,
+      Clock clock = [] { return std::chrono::steady_clock::now(); });
 
   // Fails as a whole when the cluster cannot be listed or its metadata read; failures of single
   // groups or partitions are recorded in KafkaSnapshot::partial_errors instead.
@@ -63,6 +70,7 @@ class Collector {
 
   config::KafkaClusterConfig cluster_;
   std::unique_ptr<KafkaAdmin> admin_;
+  Clock clock_;
 
   std::optional<double> retention_seconds_;
   std::optional<std::chrono::steady_clock::time_point> retention_read_at_;

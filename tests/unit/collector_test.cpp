@@ -37,8 +37,9 @@ struct Fixture {
   Collector Make() {
     auto owned = std::make_unique<FakeKafkaAdmin>();
     admin = owned.get();
-    return Collector(config, std::move(owned));
+    return Collector(config, std::move(owned), [this] { return now; });
   }
+  std::chrono::steady_clock::time_point now{std::chrono::hours(1)};  // what the collector reads
 
   void Script() {
     admin->listings = {{"flink-job", "empty", true},
@@ -293,6 +294,24 @@ TEST_CASE("offsets retention: minutes read from the broker, carried across polls
   CHECK(second->offsets_retention_seconds == 180.0);
   // Read once: the next read is due after Collector::kRetentionRefresh.
   CHECK(f.admin->broker_configs_asked == std::vector<std::string>{"offsets.retention.minutes"});
+}
+
+TEST_CASE("offsets retention: re-read once kRetentionRefresh has passed, not before") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->broker_configs["offsets.retention.minutes"] = "3";
+  REQUIRE(collector.Poll().ok());
+  f.admin->broker_configs["offsets.retention.minutes"] = "60";  // an operator changed it
+  f.now += Collector::kRetentionRefresh - std::chrono::seconds(1);
+  const auto before = collector.Poll();
+  REQUIRE(before.ok());
+  CHECK(before->offsets_retention_seconds == 180.0);
+  f.now += std::chrono::seconds(1);
+  const auto after = collector.Poll();
+  REQUIRE(after.ok());
+  CHECK(after->offsets_retention_seconds == 3600.0);
+  CHECK(f.admin->broker_configs_asked.size() == 2);
 }
 
 TEST_CASE("offsets retention: a failed read is partial and retried at the next poll") {
