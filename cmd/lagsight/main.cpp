@@ -50,8 +50,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", config.error().message.c_str());
       return 1;
     }
-    std::printf("%s: valid, %zu kafka cluster(s), %zu flink cluster(s)\n",
+    std::printf("%s: valid, %zu kafka cluster(s), %zu flink cluster(s)",
                 options.config_file.c_str(), config->kafka.size(), config->flink.size());
+    if (!config->positions.empty())
+      std::printf(", %zu position store(s)", config->positions.size());
+    std::printf("\n");
     if (!options.web_config_file.empty()) {
       const auto web_config = lagsight::http::WebConfigFile::Load(options.web_config_file);
       if (!web_config) {

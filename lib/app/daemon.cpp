@@ -42,8 +42,15 @@ double UnixNow() {
 }
 
 status::SourceStatus::Kind StatusKind(Source::Kind kind) {
-  return kind == Source::Kind::kKafka ? status::SourceStatus::Kind::kKafka
-                                      : status::SourceStatus::Kind::kFlink;
+  switch (kind) {
+    case Source::Kind::kKafka:
+      return status::SourceStatus::Kind::kKafka;
+    case Source::Kind::kFlink:
+      return status::SourceStatus::Kind::kFlink;
+    case Source::Kind::kStore:
+      return status::SourceStatus::Kind::kStore;
+  }
+  return status::SourceStatus::Kind::kKafka;
 }
 
 class Daemon {
@@ -157,7 +164,8 @@ class Daemon {
     std::set<std::string> kafka_names;
     std::set<std::string> flink_names;
     for (const auto& [key, running] : sources_) {
-      (key.first == Source::Kind::kKafka ? kafka_names : flink_names).insert(key.second);
+      if (key.first == Source::Kind::kKafka) kafka_names.insert(key.second);
+      if (key.first == Source::Kind::kFlink) flink_names.insert(key.second);
     }
     analyzer_.Retain(kafka_names, flink_names);
     loaded_config_text_ = std::move(config_text);
@@ -217,7 +225,7 @@ class Daemon {
     if (stopping_) return;
     const auto current = sources_.find({source.kind(), source.name()});
     if (current == sources_.end() || current->second != running) return;  // removed by a reload
-    findings_ = source.Observe(analyzer_, View(), UnixNow());
+    if (auto findings = source.Observe(analyzer_, View(), UnixNow())) findings_ = findings;
     ScheduleNextPoll(running, started + source.poll_interval());
     RequestRender();
   }

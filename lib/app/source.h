@@ -28,7 +28,7 @@ namespace lagsight::app {
 class Source {
  public:
   // Also the order in which the daemon polls, renders and lists sources.
-  enum class Kind { kKafka, kFlink };
+  enum class Kind { kKafka, kFlink, kStore };
   // Runs on the event loop once the poll ended: none = it succeeded.
   using Done = std::function<void(std::optional<std::string> error)>;
   // Appends the source's series; runs on a worker with the findings of the same render.
@@ -48,7 +48,8 @@ class Source {
   // Puts the latest state into `view` (also while down: a null snapshot says so).
   virtual void AddTo(analysis::SourcesView& view) const = 0;
 
-  // Hands the latest poll (already in `sources`) to the analyzer and returns its findings.
+  // Hands the latest poll (already in `sources`) to the analyzer and returns its findings;
+  // null when the analysis has nothing new from this source.
   virtual std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer& analyzer,
                                                             const analysis::SourcesView& sources,
                                                             double now_unix_seconds) = 0;
@@ -64,7 +65,7 @@ class Source {
   virtual void Retire() {}
 };
 
-// "kafka" or "flink", as logs, readiness and the status page name the kind.
+// "kafka", "flink" or "store", as logs, readiness and the status page name the kind.
 std::string_view KindName(Source::Kind kind);
 
 }  // namespace lagsight::app

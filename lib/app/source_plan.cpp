@@ -2,6 +2,7 @@
 
 #include "app/flink_source.h"
 #include "app/kafka_source.h"
+#include "app/store_source.h"
 
 namespace lagsight::app {
 
@@ -32,6 +33,16 @@ std::vector<PlannedSource> PlanSources(ValidatedConfig& validated, const SourceC
                       return std::make_shared<FlinkSource>(context.io, cluster);
                     }});
   }
+  for (const config::PositionStoreConfig& store : validated.config.positions) {
+    plan.push_back({Source::Kind::kStore, store.name,
+                    [&store](const Source& running) {
+                      const auto* source = dynamic_cast<const StoreSource*>(&running);
+                      return source != nullptr && source->config() == store;
+                    },
+                    [&store, context]() -> std::shared_ptr<Source> {
+                      return std::make_shared<StoreSource>(context.io, context.workers, store);
+                    }});
+  }
   return plan;
 }
 
@@ -41,6 +52,8 @@ std::string_view KindName(Source::Kind kind) {
       return "kafka";
     case Source::Kind::kFlink:
       return "flink";
+    case Source::Kind::kStore:
+      return "store";
   }
   return "source";
 }

@@ -434,6 +434,111 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
+PositionStoreConfig ReadPositionStore(const Reader& reader, const YAML::Node& node,
+                                      const std::string& path,
+                                      const std::vector<FlinkClusterConfig>& flink) {
+  reader.RequireMap(node, path);
+  reader.RequireOnlyKeys(node, path,
+                         {"name", "store", "url", "auth", "flink_cluster", "job", "key", "field",
+                          "updated_at_field", "poll_interval", "request_timeout"});
+  PositionStoreConfig store;
+  store.name = reader.ClusterName(node, path);
+  for (const char* required : {"store", "url", "job", "key", "field"}) {
+    if (!node[required])
+      reader.Fail(node, path, std::string("missing required key \"") + required + "\"");
+  }
+  if (reader.String(node["store"], path + ".store") != "redis") {
+    reader.Fail(node["store"], path + ".store", "must be \"redis\" (the only kind of store)");
+  }
+  const std::string url = reader.String(node["url"], path + ".url");
+  static const RE2 kRedisUrl(
+      R"(redis://(\[[^\]]+\]|[^/:@\[]+)(?::([0-9]{1,5}))?(?:/([0-9]{1,2}))?/?)");
+  std::string port;
+  std::string database;
+  if (!RE2::FullMatch(url, kRedisUrl, &store.host, &port, &database)) {
+    reader.Fail(node["url"], path + ".url",
+                "\"" + url +
+                    "\" is not redis://host[:port][/database] (credentials go under auth; "
+                    "rediss:// is not supported: Debian's hiredis has no TLS)");
+  }
+  if (store.host.front() == '[') store.host = store.host.substr(1, store.host.size() - 2);
+  if (!port.empty()) {
+    store.port = std::stoi(port);
+    if (store.port < 1 || store.port > 65535) {
+      reader.Fail(node["url"], path + ".url",
+                  "\"" + url + "\": the port must be a number from 1 to 65535");
+    }
+  }
+  if (!database.empty()) store.database = std::stoi(database);
+  if (const YAML::Node auth = node["auth"]) {
+    const std::string auth_path = path + ".auth";
+    reader.RequireMap(auth, auth_path);
+    reader.RequireOnlyKeys(auth, auth_path, {"username", "password", "password_file"});
+    if (auth["username"]) store.username = reader.String(auth["username"], auth_path + ".username");
+    if (auth["password"]) store.password = reader.String(auth["password"], auth_path + ".password");
+    if (auth["password_file"]) {
+      store.password = ReadSecretFile(reader, auth["password_file"], auth_path + ".password_file");
+    }
+    if (!store.username.empty() && store.password.empty()) {
+      reader.Fail(auth, auth_path, "a username needs a password");
+    }
+  }
+  if (node["flink_cluster"]) {
+    store.flink_cluster = reader.String(node["flink_cluster"], path + ".flink_cluster");
+    const bool known = std::any_of(flink.begin(), flink.end(), [&](const FlinkClusterConfig& f) {
+      return f.name == store.flink_cluster;
+    });
+    if (!known) {
+      reader.Fail(node["flink_cluster"], path + ".flink_cluster",
+                  "names no configured flink cluster (\"" + store.flink_cluster + "\")");
+    }
+  }
+  auto job = Pattern::Compile(reader.String(node["job"], path + ".job"));
+  if (!job) reader.Fail(node["job"], path + ".job", job.error().message);
+  store.job = std::move(job).value();
+  store.key = reader.String(node["key"], path + ".key");
+  store.field = reader.String(node["field"], path + ".field");
+  // Each placeholder once at most, and only where it can be filled in.
+  const auto check_template = [&](const std::string& text, const std::string& key_path,
+                                  std::initializer_list<std::string_view> allowed) {
+    for (std::size_t open = text.find('{'); open != std::string::npos;
+         open = text.find('{', open + 1)) {
+      const std::size_t close = text.find('}', open);
+      const std::string name =
+          close == std::string::npos ? "" : text.substr(open, close - open + 1);
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::string list;
+        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        reader.Fail(node[key_path.substr(key_path.rfind('.') + 1)], key_path,
+                    "\"" + text + "\": unknown placeholder (known: " + list + ")");
+      }
+      if (text.find(name, close) != std::string::npos) {
+        reader.Fail(node[key_path.substr(key_path.rfind('.') + 1)], key_path,
+                    "\"" + text + "\": " + name + " appears twice");
+      }
+    }
+  };
+  check_template(store.key, path + ".key", {"{job}", "{topic}"});
+  check_template(store.field, path + ".field", {"{topic}", "{partition}"});
+  if (store.field.find("{partition}") == std::string::npos) {
+    reader.Fail(node["field"], path + ".field", "must contain {partition}");
+  }
+  if (store.key.find("{topic}") == std::string::npos &&
+      store.field.find("{topic}") == std::string::npos) {
+    reader.Fail(node["key"], path + ".key", "the key or the field must contain {topic}");
+  }
+  if (store.key.find("{topic}") != std::string::npos &&
+      store.field.find("{topic}") != std::string::npos) {
+    reader.Fail(node["field"], path + ".field", "{topic} is already in the key");
+  }
+  if (node["updated_at_field"]) {
+    store.updated_at_field = reader.String(node["updated_at_field"], path + ".updated_at_field");
+  }
+  reader.OptionalPeriod(node, path, "poll_interval", kMaxPollInterval, store.poll_interval);
+  reader.OptionalPeriod(node, path, "request_timeout", kMaxTimeout, store.request_timeout);
+  return store;
+}
+
 // A number in the range (`low`, `high`] (or (`low`, `high`) when `high_exclusive`), from a
 // YAML scalar; anything else fails with the range in the message.
 double ReadNumber(const Reader& reader, const YAML::Node& node, const std::string& path, double low,
@@ -545,7 +650,7 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
                 "the configuration is empty; it needs at least one source under \"kafka\"");
   }
   reader.RequireMap(root, "");
-  reader.RequireOnlyKeys(root, "", {"kafka", "flink", "diagnosis"});
+  reader.RequireOnlyKeys(root, "", {"kafka", "flink", "positions", "diagnosis"});
   Config config;
   const YAML::Node kafka = root["kafka"];
   if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
@@ -579,6 +684,22 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
                         std::to_string(it->second) + ")");
       }
       config.flink.push_back(std::move(cluster));
+    }
+  }
+  if (const YAML::Node positions = root["positions"]; positions && !positions.IsNull()) {
+    if (!positions.IsSequence()) reader.Fail(positions, "positions", "must be a list of stores");
+    std::map<std::string, int> first_line_of_store;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      const std::string path = "positions[" + std::to_string(i) + "]";
+      PositionStoreConfig store = ReadPositionStore(reader, positions[i], path, config.flink);
+      const auto [it, inserted] =
+          first_line_of_store.emplace(store.name, positions[i]["name"].Mark().line + 1);
+      if (!inserted) {
+        reader.Fail(positions[i]["name"], path + ".name",
+                    "duplicate store name \"" + store.name + "\" (first used at line " +
+                        std::to_string(it->second) + ")");
+      }
+      config.positions.push_back(std::move(store));
     }
   }
   if (const YAML::Node diagnosis = root["diagnosis"]; diagnosis && !diagnosis.IsNull()) {

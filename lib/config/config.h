@@ -74,6 +74,30 @@ struct FlinkClusterConfig {
   friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
 };
 
+// An external store where Flink jobs keep their own position (e.g. a Redis hash written after
+// their sink, read back into setStartingOffsets at restart): a third position beside the
+// Kafka-committed offset and the job's currentOffset. Each store is a source of its own.
+struct PositionStoreConfig {
+  std::string name;  // the store label
+  // redis://host:port[/db]; the only kind of store so far (Debian's hiredis has no TLS).
+  std::string host;
+  int port = 6379;
+  int database = 0;
+  std::string username;  // Redis 6 ACL user; empty: AUTH with the password alone
+  std::string password;
+  std::string flink_cluster;  // empty: the matching jobs of every Flink cluster
+  Pattern job;                // full match on the job name
+  // Templates: {job} and {topic} in the key, {topic} and {partition} in the field; the value
+  // is the next offset to read (what setStartingOffsets takes).
+  std::string key;
+  std::string field;
+  std::string updated_at_field;  // optional: a field of the same hash, unix milliseconds
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(5)};
+
+  friend bool operator==(const PositionStoreConfig&, const PositionStoreConfig&) = default;
+};
+
 // A lateness objective: how old (lag in seconds) the data of the Flink jobs whose name, or of
 // the consumer groups whose id, fully matches `pattern` may get. The first matching one applies.
 struct LatenessTarget {
@@ -119,6 +143,7 @@ struct DiagnosisConfig {
 struct Config {
   std::vector<KafkaClusterConfig> kafka;
   std::vector<FlinkClusterConfig> flink;
+  std::vector<PositionStoreConfig> positions;
   DiagnosisConfig diagnosis;
 
   friend bool operator==(const Config&, const Config&) = default;

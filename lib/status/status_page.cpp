@@ -424,7 +424,15 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
 }
 
 const char* KindName(SourceStatus::Kind kind) {
-  return kind == SourceStatus::Kind::kKafka ? "kafka" : "flink";
+  switch (kind) {
+    case SourceStatus::Kind::kKafka:
+      return "kafka";
+    case SourceStatus::Kind::kFlink:
+      return "flink";
+    case SourceStatus::Kind::kStore:
+      return "store";
+  }
+  return "source";
 }
 
 void AppendSources(std::string& out, const std::vector<SourceStatus>& sources, double now) {

@@ -21,7 +21,7 @@ namespace lagsight::status {
 
 // One configured source as the app sees it after its latest poll.
 struct SourceStatus {
-  enum class Kind { kKafka, kFlink };
+  enum class Kind { kKafka, kFlink, kStore };
   Kind kind = Kind::kKafka;
   std::string name;                    // the cluster's config name
   bool polled = false;                 // false until its first poll finished

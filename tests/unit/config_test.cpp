@@ -139,3 +139,32 @@ TEST_CASE("a default-constructed pattern (a lateness target built by hand) match
   CHECK_FALSE(target.pattern.FullMatch("orders-enrichment"));
   CHECK_FALSE(target.pattern.FullMatch(""));
 }
+
+TEST_CASE("position stores: both layouts, URL parts, auth and templates") {
+  const auto parsed = ParseTestFile("good/positions.yaml");
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->positions.size() == 2);
+  const auto& offsets = parsed->positions[0];
+  CHECK(offsets.name == "offsets");
+  CHECK(offsets.host == "redis.internal");
+  CHECK(offsets.port == 6380);
+  CHECK(offsets.database == 2);
+  CHECK(offsets.username == "lagsight");
+  CHECK(offsets.password == "s3cret");
+  CHECK(offsets.flink_cluster == "jobs");
+  CHECK(offsets.job.FullMatch("orders-enrichment"));
+  CHECK_FALSE(offsets.job.FullMatch("billing"));
+  CHECK(offsets.key == "flink:offsets:{topic}");
+  CHECK(offsets.field == "{partition}");
+  CHECK(offsets.updated_at_field == "updated_at");
+  CHECK(offsets.poll_interval == std::chrono::seconds(30));
+  CHECK(offsets.request_timeout == std::chrono::seconds(2));
+  const auto& per_job = parsed->positions[1];
+  CHECK(per_job.host == "::1");
+  CHECK(per_job.port == 6379);
+  CHECK(per_job.database == 0);
+  CHECK(per_job.password.empty());
+  CHECK(per_job.flink_cluster.empty());
+  CHECK(per_job.field == "{topic}_{partition}");
+  CHECK(per_job.poll_interval == std::chrono::seconds(15));
+}

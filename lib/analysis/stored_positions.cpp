@@ -1,0 +1,99 @@
+#include "analysis/stored_positions.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace lagsight::analysis {
+
+namespace {
+
+// The Kafka snapshot that knows `topic`: the Flink cluster's own Kafka cluster when configured,
+// else the first one that has the topic.
+const kafka::KafkaSnapshot* KafkaFor(const std::string& topic, const SourcesView& sources,
+                                     const std::string& preferred_cluster) {
+  if (!preferred_cluster.empty()) {
+    const auto cluster = sources.kafka.find(preferred_cluster);
+    if (cluster == sources.kafka.end() || !cluster->second.snapshot) return nullptr;
+    return cluster->second.snapshot->topic_partitions.contains(topic)
+               ? cluster->second.snapshot.get()
+               : nullptr;
+  }
+  for (const auto& [name, poll] : sources.kafka) {
+    if (poll.snapshot && poll.snapshot->topic_partitions.contains(topic))
+      return poll.snapshot.get();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<StoredJobPositions> JoinStoredPositions(const stores::StoreSnapshot& store,
+                                                    const SourcesView& sources) {
+  std::vector<StoredJobPositions> out;
+  for (const stores::StoredJob& stored : store.jobs) {
+    StoredJobPositions job{stored.flink_cluster,
+                           stored.job_id,
+                           stored.job_name,
+                           stored.updated_at_unix_seconds,
+                           {},
+                           {}};
+    // The job's own positions now (next offset = currentOffset + 1), by escaped topic.
+    std::map<flink::MetricTopicPartition, std::int64_t> positions;
+    std::string preferred_cluster;
+    if (const auto flink = sources.flink.find(stored.flink_cluster); flink != sources.flink.end()) {
+      if (flink->second.config) preferred_cluster = flink->second.config->kafka_cluster;
+      if (flink->second.snapshot) {
+        for (const flink::FlinkJob& running : flink->second.snapshot->jobs) {
+          if (running.overview.id != stored.job_id) continue;
+          for (const flink::SourceReader& reader : running.sources) {
+            for (const auto& [tp, offsets] : reader.partitions) {
+              if (offsets.current && *offsets.current >= 0 &&
+                  *offsets.current < std::numeric_limits<std::int64_t>::max()) {
+                positions[tp] = *offsets.current + 1;
+              }
+            }
+          }
+        }
+      }
+    }
+    std::map<std::string, std::set<std::int32_t>> stored_by_topic;
+    for (const std::string& topic : stored.topics) stored_by_topic[topic];
+    for (const auto& [tp, offset] : stored.offsets) {
+      stored_by_topic[tp.topic].insert(tp.partition);
+      StoredPartition partition{tp.topic, tp.partition, offset, {}, {}, false};
+      if (const kafka::KafkaSnapshot* kafka = KafkaFor(tp.topic, sources, preferred_cluster)) {
+        const auto log = kafka->partitions.find(tp);
+        if (log != kafka->partitions.end() && log->second.log_end) {
+          const std::int64_t log_end = *log->second.log_end;
+          partition.lag = std::max<std::int64_t>(0, log_end - offset);
+          partition.beyond_log_end = offset > log_end;
+        }
+      }
+      const auto position = positions.find({flink::MetricTopicName(tp.topic), tp.partition});
+      if (position != positions.end()) partition.drift = position->second - offset;
+      job.partitions.push_back(std::move(partition));
+    }
+    for (const auto& [topic, partitions] : stored_by_topic) {
+      const kafka::KafkaSnapshot* kafka = KafkaFor(topic, sources, preferred_cluster);
+      if (!kafka) continue;
+      const std::int32_t count = kafka->topic_partitions.at(topic);
+      StoredTopic coverage{topic, {}, {}};
+      for (std::int32_t p = 0; p < count; ++p) {
+        if (!partitions.contains(p)) coverage.missing_partitions.push_back(p);
+      }
+      for (std::int32_t p : partitions) {
+        if (p >= count) coverage.unknown_partitions.push_back(p);
+      }
+      for (const StoredPartition& partition : job.partitions) {
+        if (partition.topic == topic && partition.beyond_log_end) ++coverage.beyond_log_end;
+      }
+      job.topics.push_back(std::move(coverage));
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+}  // namespace lagsight::analysis

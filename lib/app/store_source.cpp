@@ -1,0 +1,89 @@
+#include "app/store_source.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <set>
+
+#include "metrics/store_metrics.h"
+
+namespace lagsight::app {
+
+namespace asio = boost::asio;
+
+StoreSource::StoreSource(asio::io_context& io, asio::thread_pool& workers,
+                         config::PositionStoreConfig config)
+    : io_(io),
+      workers_(workers),
+      config_(std::move(config)),
+      collector_(std::make_shared<stores::Collector>(
+          config_, std::make_unique<stores::RedisHashStore>(config_))) {}
+
+std::vector<stores::StoreRead> StoreReadsOf(const config::PositionStoreConfig& config,
+                                            const analysis::SourcesView& sources) {
+  // Flink writes a topic's dots as '_' in its metric ids: the real names come from Kafka.
+  std::map<std::string, std::set<std::string>> real_topics;
+  for (const auto& [name, poll] : sources.kafka) {
+    if (!poll.snapshot) continue;
+    for (const auto& [topic, count] : poll.snapshot->topic_partitions) {
+      real_topics[flink::MetricTopicName(topic)].insert(topic);
+    }
+  }
+  std::vector<stores::StoreRead> reads;
+  for (const auto& [cluster, flink] : sources.flink) {
+    if (!flink.snapshot) continue;
+    if (!config.flink_cluster.empty() && cluster != config.flink_cluster) continue;
+    for (const flink::FlinkJob& job : flink.snapshot->jobs) {
+      if (!config.job.FullMatch(job.overview.name)) continue;
+      std::set<std::string> topics;
+      for (const flink::SourceReader& reader : job.sources) {
+        for (const auto& [tp, offsets] : reader.partitions) {
+          const auto real = real_topics.find(tp.escaped_topic);
+          if (real != real_topics.end()) topics.insert(real->second.begin(), real->second.end());
+        }
+      }
+      reads.push_back(
+          {cluster, job.overview.id, job.overview.name, {topics.begin(), topics.end()}});
+    }
+  }
+  return reads;
+}
+
+void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
+  asio::post(workers_, [self = shared_from_this(), collector = collector_, sources,
+                        reads = StoreReadsOf(config_, sources), done = std::move(done)]() mutable {
+    auto polled = collector->Poll(reads);
+    std::shared_ptr<const State> state;
+    std::optional<std::string> error;
+    if (polled) {
+      auto joined = analysis::JoinStoredPositions(*polled, sources);
+      state = std::make_shared<const State>(State{std::move(polled).value(), std::move(joined)});
+    } else {
+      error = polled.error().message;
+    }
+    asio::post(self->io_, [self, state = std::move(state), error = std::move(error),
+                           done = std::move(done)]() mutable {
+      if (state) {
+        for (const std::string& partial : state->snapshot.partial_errors) {
+          spdlog::debug("store \"{}\": {}", self->config_.name, partial);
+        }
+      }
+      self->latest_ = std::move(state);
+      done(std::move(error));
+    });
+  });
+}
+
+Source::Render StoreSource::Renderer(const metrics::PollStatus& status) const {
+  return [name = config_.name, status, state = latest_](const analysis::Findings&, double now,
+                                                        metrics::FamilyBuilder& out) {
+    metrics::AppendStoreMetrics(name, status, state ? &state->snapshot : nullptr,
+                                state ? &state->joined : nullptr, now, out);
+  };
+}
+
+void StoreSource::TakeOver(const Source& previous) {
+  if (const auto* store = dynamic_cast<const StoreSource*>(&previous)) latest_ = store->latest_;
+}
+
+}  // namespace lagsight::app

@@ -1,0 +1,56 @@
+// app::StoreSource: an external position store (positions: in the config) as a daemon source.
+// Its poll asks the latest Flink snapshots which jobs the store is for and which topics they
+// read, runs the blocking store collector on the worker pool, joins what it read with the job
+// and the log there (analysis::JoinStoredPositions), and stores both on the event loop.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/stored_positions.h"
+#include "app/source.h"
+#include "config/config.h"
+#include "stores/collector.h"
+
+namespace lagsight::app {
+
+class StoreSource final : public Source, public std::enable_shared_from_this<StoreSource> {
+ public:
+  StoreSource(boost::asio::io_context& io, boost::asio::thread_pool& workers,
+              config::PositionStoreConfig config);
+
+  const config::PositionStoreConfig& config() const { return config_; }
+
+  Kind kind() const override { return Kind::kStore; }
+  const std::string& name() const override { return config_.name; }
+  std::chrono::milliseconds poll_interval() const override { return config_.poll_interval; }
+  void Poll(const analysis::SourcesView& sources, Done done) override;
+  void AddTo(analysis::SourcesView&) const override {}
+  std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer&,
+                                                    const analysis::SourcesView&, double) override {
+    return nullptr;  // the diagnosis does not use stored positions yet
+  }
+  Render Renderer(const metrics::PollStatus& status) const override;
+  void TakeOver(const Source& previous) override;
+
+ private:
+  struct State {
+    stores::StoreSnapshot snapshot;
+    std::vector<analysis::StoredJobPositions> joined;
+  };
+
+  boost::asio::io_context& io_;
+  boost::asio::thread_pool& workers_;
+  config::PositionStoreConfig config_;
+  std::shared_ptr<stores::Collector> collector_;
+  std::shared_ptr<const State> latest_;  // null while the store is down
+};
+
+// The jobs of `sources` the store `config` is for, with the real topics each reads.
+std::vector<stores::StoreRead> StoreReadsOf(const config::PositionStoreConfig& config,
+                                            const analysis::SourcesView& sources);
+
+}  // namespace lagsight::app
