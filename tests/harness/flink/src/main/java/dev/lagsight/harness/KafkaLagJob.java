@@ -94,6 +94,11 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  *                            own vertex, so a slow map backpressures it)
  * kafka.PROP=VALUE           any Kafka consumer property of the source (e.g.
  *                            kafka.max.poll.records=10)
+ * redis=HOST:PORT            keep the position in Redis too, as jobs with an external offset
+ *                            store do: the last step before the sink writes each partition's
+ *                            next offset (and updated_at, unix ms) to a hash (RedisPositions)
+ * redis-key=TEMPLATE         the hash, {topic} filled in (default flink:offsets:{topic})
+ * redis-every-ms=MS          write-back period (default 1000)
  * </pre>
  *
  * <h2>Output</h2>
@@ -319,8 +324,12 @@ public final class KafkaLagJob {
         KafkaSourceBuilder<String> builder = KafkaSource.<String>builder()
                 .setBootstrapServers(bootstrap)
                 .setTopics(spec.topics)
-                .setValueOnlyDeserializer(new SimpleStringSchema())
                 .setClientIdPrefix(spec.get("source", spec.name() + "-source"));
+        if (spec.values.containsKey("redis")) {
+            builder.setDeserializer(new RedisPositions.WithPosition());
+        } else {
+            builder.setValueOnlyDeserializer(new SimpleStringSchema());
+        }
         String group = spec.get("group", "");
         if (!group.isEmpty()) {
             builder.setGroupId(group);
@@ -397,6 +406,15 @@ public final class KafkaLagJob {
                 .uid(mapName);
         if (!Boolean.parseBoolean(spec.get("chain", "false"))) {
             mapped.startNewChain();
+        }
+        if (spec.values.containsKey("redis")) {
+            String writerName = spec.name() + "-positions";
+            mapped = mapped
+                    .map(new RedisPositions.Writer(spec.get("redis", ""),
+                            spec.get("redis-key", "flink:offsets:{topic}"),
+                            Long.parseLong(spec.get("redis-every-ms", "1000"))))
+                    .name(writerName)
+                    .uid(writerName);
         }
         String sinkName = spec.get("sink", spec.name() + "-sink");
         mapped.sinkTo(new DiscardingSink<>()).name(sinkName).uid(sinkName);

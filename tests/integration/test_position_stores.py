@@ -1,0 +1,147 @@
+"""Positions a job keeps outside Kafka: a real redis-server, a real Flink 2.x job that writes its
+next offsets to Redis (Jedis) after processing, as jobs with an external offset store do, and
+commits nothing to Kafka.
+
+Ground truth comes from the real systems: the stored offsets from redis-cli, the log ends from
+Kafka's GetOffsetShell, the job's position from the Flink REST API. lagsight reads the store as a
+least-privilege Redis user (PING, HLEN and HGETALL on flink:* keys only). One broker (the
+session's), one Flink cluster and one Redis for the module.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import kafka_broker as kafka
+import promtext
+from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
+from flink_job import FlinkJob, JobSpec
+from redis_server import RedisServer
+from workload import create_topic, produce
+
+PREFIX = f"stored-{uuid.uuid4().hex[:6]}"
+CURRENT = re.compile(r"^\d+\.[^.]+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.currentOffset$")
+
+
+def log_ends(bootstrap: str, topic: str) -> dict[int, int]:
+    return {partition: offset for (_, partition), offset
+            in kafka.topic_offsets(bootstrap, re.escape(topic), "latest").items()}
+
+
+def job_next_offsets(flink: FlinkJob, jid: str) -> dict[int, int]:
+    """partition -> currentOffset + 1, from the Flink REST API."""
+    vid = flink.source_vertex_id(jid)
+    ids = [m["id"] for m in flink.vertex_metrics(jid, vid) if CURRENT.match(m["id"])]
+    out: dict[int, int] = {}
+    for metric in flink.vertex_metrics(jid, vid, ids) if ids else []:
+        partition = int(CURRENT.match(metric["id"]).group(2))
+        value = int(float(metric["value"]))
+        if value >= 0:
+            out[partition] = max(out.get(partition, -1), value + 1)
+    return out
+
+
+def by_partition(metrics: promtext.Samples, name: str, **labels: str) -> dict[int, float]:
+    return {int(dict(key)["partition"]): value
+            for key, value in promtext.select(metrics, name, **labels).items()}
+
+
+def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_binary, tmp_path,
+                                                     request):
+    bootstrap = session_broker.bootstrap
+    _register_log_for_failures(request, "kafka broker log", session_broker.log_file)
+    topic, job = f"{PREFIX}.orders", f"{PREFIX}-enrich"
+    key = f"flink:offsets:{topic}"
+    create_topic(bootstrap, topic, 3)
+    produce(bootstrap, topic, [300, 200, 0])  # partition 2 stays empty: the job never writes it
+
+    redis = RedisServer(tmp_path / "redis").start()
+    _register_log_for_failures(request, "redis log", redis.log_file)
+    redis.cli("ACL", "SETUSER", "lagsight", "on", ">reader-pw", "~flink:*", "+ping", "+hlen",
+              "+hgetall")
+    # No group: the job commits nothing to Kafka, its position lives in Redis (and Flink).
+    spec = JobSpec(name=job, topics=[topic], group=None, start="earliest", checkpoint_ms=1000,
+                   extra={"redis": redis.address, "redis-key": "flink:offsets:{topic}",
+                          "redis-every-ms": "300"})
+    lagsight: LagsightProcess | None = None
+    try:
+        with FlinkJob("2.x", [spec], tmp_path / "flink", bootstrap=bootstrap) as flink:
+            jid = flink.jobs[job]
+            wait_until(lambda: redis.hgetall(key).get("0") == "300"
+                       and redis.hgetall(key).get("1") == "200", 90,
+                       "the job to write its positions (300, 200) to Redis")
+            work_dir = tmp_path / "lagsight"
+            work_dir.mkdir()
+            lagsight = LagsightProcess(lagsight_binary, work_dir, {
+                "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
+                           "request_timeout": "5s", "topics": {"allow": [f"{PREFIX}.*"]},
+                           "groups": {"allow": [f"{PREFIX}.*"]}}],
+                "flink": [{"name": "mini", "rest_url": flink.rest_url, "kafka_cluster": CLUSTER,
+                           "poll_interval": "1s", "request_timeout": "5s"}],
+                "positions": [{"name": "redis", "store": "redis",
+                               "url": f"redis://{redis.address}/0",
+                               "auth": {"username": "lagsight", "password": "reader-pw"},
+                               "flink_cluster": "mini", "job": f"{PREFIX}-.*",
+                               "key": "flink:offsets:{topic}", "field": "{partition}",
+                               "updated_at_field": "updated_at", "poll_interval": "1s",
+                               "request_timeout": "2s"}]})
+            _register_log_for_failures(request, "lagsight log", lagsight.log_file)
+            lagsight.start()
+            labels = {"store": "redis", "job_name": job, "job_id": jid, "topic": topic}
+
+            # 1. Caught up: stored = Redis's value = the job's next offset = the log end.
+            metrics = lagsight.wait_for(
+                lambda m: by_partition(m, "lagsight_store_offset", **labels) == {0: 300, 1: 200},
+                "the stored offsets 300 and 200")
+            stored = redis.hgetall(key)
+            assert by_partition(metrics, "lagsight_store_offset", **labels) == {
+                int(p): float(v) for p, v in stored.items() if p.isdigit()}
+            ends = log_ends(bootstrap, topic)
+            assert by_partition(metrics, "lagsight_store_lag_records", **labels) == {
+                p: float(ends[p] - int(stored[str(p)])) for p in (0, 1)} == {0: 0.0, 1: 0.0}
+            assert job_next_offsets(flink, jid) == {0: 300, 1: 200}
+            assert by_partition(metrics, "lagsight_store_drift_records", **labels) == {0: 0, 1: 0}
+            # Partition 2 has no entry: a restart from the store would start it from the default.
+            assert promtext.select(metrics, "lagsight_store_missing_partitions",
+                                   **labels) == {frozenset({**labels, "flink_cluster": "mini"}
+                                                           .items()): 1.0}
+            updated = promtext.select(metrics, "lagsight_store_updated_timestamp_seconds",
+                                      store="redis", job_id=jid)
+            assert list(updated.values()) == [int(stored["updated_at"]) / 1000]
+            assert promtext.select(metrics, "lagsight_store_up", store="redis") == {
+                frozenset({("store", "redis")}): 1.0}
+
+            # 2. New records: the store follows the job, the lag against it is the log's.
+            produce(bootstrap, topic, [100, 0, 0])
+            wait_until(lambda: redis.hgetall(key).get("0") == "400", 60,
+                       "the job to write 400 for partition 0")
+            metrics = lagsight.wait_for(
+                lambda m: by_partition(m, "lagsight_store_offset", **labels).get(0) == 400,
+                "the stored offset 400")
+            assert by_partition(metrics, "lagsight_store_lag_records", **labels)[0] == (
+                log_ends(bootstrap, topic)[0] - 400)
+
+            # 3. Bad entries: a value that is no offset is a partial error, never a number; an
+            #    entry for a partition the topic does not have is reported.
+            redis.cli("HSET", key, "1", "not-a-number", "9", "5")
+            metrics = lagsight.wait_for(
+                lambda m: 1 not in by_partition(m, "lagsight_store_offset", **labels)
+                and sum(promtext.select(m, "lagsight_store_unknown_partitions",
+                                        **labels).values()) == 1,
+                "partition 1 dropped and partition 9 reported unknown")
+            assert sum(promtext.select(metrics, "lagsight_store_poll_partial_errors",
+                                       store="redis").values()) == 1
+
+            # 4. The store goes down: its _up is 0, Kafka and Flink series stay, lagsight lives.
+            redis.stop()
+            metrics = lagsight.wait_for(
+                lambda m: sum(promtext.select(m, "lagsight_store_up", store="redis").values()) == 0,
+                "lagsight_store_up 0 while Redis is down")
+            assert not promtext.select(metrics, "lagsight_store_offset")
+            assert sum(promtext.select(metrics, "lagsight_kafka_up").values()) == 1
+            assert sum(promtext.select(metrics, "lagsight_flink_up").values()) == 1
+    finally:
+        redis.stop()
+        if lagsight is not None:
+            assert lagsight.stop() == 0
