@@ -1090,6 +1090,11 @@ struct Analyzer::State {
     const double window_seconds = window();
     PairFacts f;
     f.cluster_mismatch = cluster.findings.cluster_mismatch;
+    for (const config::CommitModeRule& rule : config.commit_modes) {
+      if (!rule.job.FullMatch(job.name)) continue;
+      f.stated_commit_mode = rule.mode;
+      break;
+    }
     f.restarts_in_window = IncreaseOverWindow(
         job.samples, [](const JobSample& s) { return s.restarts; }, now, window_seconds);
 

@@ -166,12 +166,16 @@ Evidence PairEvidenceFrom(const PairFacts& f, const config::DiagnosisConfig& con
   }
 
   const bool grace_over = f.job_age_seconds >= f.grace_seconds;
+  using Mode = config::CommitModeRule::Mode;
+  const bool stated_checkpoint = f.stated_commit_mode == Mode::kCheckpoint;
   const bool offsets_missing =
-      (f.group_known && !f.group_has_offsets) ||
-      // Commits nothing: a fact by design, a problem when a group is expected of the job.
-      (f.commits_nothing && (f.group_expected || f.group_known)) ||
-      // It should commit (it is not known to commit nothing) yet no group holds its offsets.
-      (!f.group_known && !f.group_candidates && !f.commits_nothing);
+      // Kept elsewhere (a store) or nowhere, by design: nothing is missing from Kafka.
+      f.stated_commit_mode != Mode::kExternal && f.stated_commit_mode != Mode::kNone &&
+      ((f.group_known && !f.group_has_offsets) ||
+       // Commits nothing: a fact by design, a problem when a group is expected of the job.
+       (f.commits_nothing && (f.group_expected || f.group_known || stated_checkpoint)) ||
+       // It should commit (it is not known to commit nothing) yet no group holds its offsets.
+       (!f.group_known && !f.group_candidates && !f.commits_nothing));
   if (grace_over && offsets_missing) e.Add(Cause::kOffsetsMissing);
 
   if (f.moved_back == MovedBack::kRestore && lag_matters) {

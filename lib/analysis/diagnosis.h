@@ -117,7 +117,9 @@ struct PairFacts {
   // broker shows none since the job started. By design without group.id (or with commits
   // switched off): offsets_missing only when the operator said it commits to a group.
   bool commits_nothing = false;
-  bool group_expected = false;     // a configured mapping names the group
+  bool group_expected = false;  // a configured mapping names the group
+  // What diagnosis.commit_modes (or a positions: store) states for the job, if anything.
+  std::optional<config::CommitModeRule::Mode> stated_commit_mode;
   bool group_known = false;        // a group is associated (configured, matched or remembered)
   bool group_candidates = false;   // no unique match, but groups hold exactly the job's offsets
   bool group_has_offsets = false;  // on the pair's topics

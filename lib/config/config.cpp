@@ -572,7 +572,7 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
       node, path,
       {"window", "confirm_polls", "lag_threshold_records", "lag_threshold", "expiry_warning_ratio",
        "checkpoint_stale_gaps", "commit_failure_ratio", "stalled_commit_periods",
-       "restart_loop_restarts", "job_gone_after", "lateness_targets"});
+       "restart_loop_restarts", "job_gone_after", "lateness_targets", "commit_modes"});
   DiagnosisConfig diagnosis;
   if (node["window"]) {
     diagnosis.window =
@@ -641,6 +641,33 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
                            std::chrono::days(30))});
     }
   }
+  if (const YAML::Node modes = node["commit_modes"]; modes && !modes.IsNull()) {
+    const std::string modes_path = path + ".commit_modes";
+    if (!modes.IsSequence()) reader.Fail(modes, modes_path, "must be a list of {job, mode}");
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+      const std::string item_path = modes_path + "[" + std::to_string(i) + "]";
+      const YAML::Node item = modes[i];
+      reader.RequireMap(item, item_path);
+      reader.RequireOnlyKeys(item, item_path, {"job", "mode"});
+      for (const char* required : {"job", "mode"}) {
+        if (!item[required])
+          reader.Fail(item, item_path, std::string("missing required key \"") + required + "\"");
+      }
+      auto pattern = Pattern::Compile(reader.String(item["job"], item_path + ".job"));
+      if (!pattern) reader.Fail(item["job"], item_path + ".job", pattern.error().message);
+      const std::string mode = reader.String(item["mode"], item_path + ".mode");
+      CommitModeRule rule{std::move(pattern).value(), CommitModeRule::Mode::kCheckpoint};
+      if (mode == "external") {
+        rule.mode = CommitModeRule::Mode::kExternal;
+      } else if (mode == "none") {
+        rule.mode = CommitModeRule::Mode::kNone;
+      } else if (mode != "checkpoint") {
+        reader.Fail(item["mode"], item_path + ".mode",
+                    "\"" + mode + "\" must be checkpoint, external or none");
+      }
+      diagnosis.commit_modes.push_back(std::move(rule));
+    }
+  }
   return diagnosis;
 }
 
@@ -704,6 +731,10 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
   }
   if (const YAML::Node diagnosis = root["diagnosis"]; diagnosis && !diagnosis.IsNull()) {
     config.diagnosis = ReadDiagnosis(reader, diagnosis, "diagnosis");
+  }
+  // A job whose position a store keeps commits to Kafka only if a rule above says so.
+  for (const PositionStoreConfig& store : config.positions) {
+    config.diagnosis.commit_modes.push_back({store.job, CommitModeRule::Mode::kExternal});
   }
   return config;
 }

@@ -109,6 +109,19 @@ struct LatenessTarget {
   friend bool operator==(const LatenessTarget&, const LatenessTarget&) = default;
 };
 
+// How a Flink job keeps its position, as the operator states it (first matching rule): a job that
+// keeps it elsewhere by design (`external`: a store; `none`: nowhere, e.g. it always starts at
+// latest) never gets offsets_missing; a job stated to commit on checkpoints (`checkpoint`) gets it
+// as soon as it commits nothing, mapping or not. Jobs a `positions:` store is for are `external`
+// unless a rule says otherwise.
+struct CommitModeRule {
+  enum class Mode { kCheckpoint, kExternal, kNone };
+  Pattern job;  // full match on the job name
+  Mode mode = Mode::kCheckpoint;
+
+  friend bool operator==(const CommitModeRule&, const CommitModeRule&) = default;
+};
+
 // How the diagnosis judges each job<->group pair and each Kafka-only group (README: "Diagnosis").
 struct DiagnosisConfig {
   // The span of history the trends (growing lag, failing commits, sawtooth) are judged over.
@@ -136,6 +149,8 @@ struct DiagnosisConfig {
   std::chrono::milliseconds job_gone_after{std::chrono::minutes(2)};
   // Exported as gauges for the "late beyond target" alerts; none by default.
   std::vector<LatenessTarget> lateness_targets;
+  // Stated commit modes (diagnosis.commit_modes), then one `external` rule per positions: store.
+  std::vector<CommitModeRule> commit_modes;
 
   friend bool operator==(const DiagnosisConfig&, const DiagnosisConfig&) = default;
 };

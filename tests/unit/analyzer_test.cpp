@@ -56,6 +56,11 @@ class World {
   double now = 1'000'000;
   double poll_seconds = 1;  // between polls (Flink and Kafka are polled together)
   config::FlinkClusterConfig& flink_config() { return flink_config_; }
+  // Changes the diagnosis settings as a reload does (history kept).
+  void Reconfigure(const std::function<void(config::DiagnosisConfig&)>& change) {
+    change(config_);
+    analyzer_->SetConfig(config_);
+  }
 
   std::shared_ptr<const analysis::Findings> Poll() {
     now += poll_seconds;
@@ -790,4 +795,64 @@ TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without 
     REQUIRE(lateness.pair_catch_up.back());
     CHECK(*lateness.pair_catch_up.back() == 0);
   }
+}
+
+namespace {
+
+// A job that keeps its position outside Kafka: no group, checkpoints complete, no commits; it
+// reads 30 of the 50 records/s that arrive, so it falls behind.
+std::set<Cause> RunJobWithoutGroup(World& world, int seconds, std::int64_t read_per_second) {
+  return world.Run(seconds, "", "job-1", [&](int) {
+    world.log_end += 50;
+    world.job_current = std::min(world.log_end - 1, world.job_current + read_per_second);
+    world.completed++;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+  });
+}
+
+World JobWithoutGroup() {
+  World world;
+  world.with_job = true;
+  world.interval_ms = 1000;
+  world.job_committed = -1;  // never committed
+  world.job_current = 999;
+  world.latest_completed_ms = static_cast<std::int64_t>(world.now * 1000);
+  return world;
+}
+
+}  // namespace
+
+TEST_CASE("commit modes: a job behind without a group is offsets_missing unless stated external") {
+  World unstated = JobWithoutGroup();
+  CHECK(RunJobWithoutGroup(unstated, 90, 30).contains(Cause::kOffsetsMissing));
+
+  // A positions: store (or diagnosis.commit_modes) says its position is kept elsewhere.
+  for (const auto mode :
+       {config::CommitModeRule::Mode::kExternal, config::CommitModeRule::Mode::kNone}) {
+    World stated = JobWithoutGroup();
+    stated.Reconfigure([mode](config::DiagnosisConfig& config) {
+      config.commit_modes.push_back({*config::Pattern::Compile("enr.*"), mode});
+    });
+    const auto seen = RunJobWithoutGroup(stated, 90, 30);
+    INFO(seen.size());
+    CHECK_FALSE(seen.contains(Cause::kOffsetsMissing));
+    CHECK(seen.contains(Cause::kReallyBehind));
+  }
+}
+
+TEST_CASE(
+    "commit modes: a caught-up job that commits nothing is offsets_missing once stated "
+    "checkpoint") {
+  // Unstated, committing nothing is taken as by design once the job is seen caught up.
+  World unstated = JobWithoutGroup();
+  RunJobWithoutGroup(unstated, 90, 1000);
+  CHECK(World::CauseOf(*unstated.last_, "", "job-1") == Cause::kHealthy);
+
+  World stated = JobWithoutGroup();
+  stated.Reconfigure([](config::DiagnosisConfig& config) {
+    config.commit_modes.push_back(
+        {*config::Pattern::Compile("enrich"), config::CommitModeRule::Mode::kCheckpoint});
+  });
+  RunJobWithoutGroup(stated, 90, 1000);
+  CHECK(World::CauseOf(*stated.last_, "", "job-1") == Cause::kOffsetsMissing);
 }

@@ -167,4 +167,15 @@ TEST_CASE("position stores: both layouts, URL parts, auth and templates") {
   CHECK(per_job.flink_cluster.empty());
   CHECK(per_job.field == "{topic}_{partition}");
   CHECK(per_job.poll_interval == std::chrono::seconds(15));
+  // Stated modes first (the first match wins), then `external` for each store's jobs.
+  using Mode = lagsight::config::CommitModeRule::Mode;
+  const auto& modes = parsed->diagnosis.commit_modes;
+  REQUIRE(modes.size() == 4);
+  CHECK(modes[0].job.text() == "orders-legacy");
+  CHECK(modes[0].mode == Mode::kCheckpoint);
+  CHECK(modes[1].mode == Mode::kNone);
+  CHECK(modes[2].job.text() == "orders-.*");
+  CHECK(modes[2].mode == Mode::kExternal);
+  CHECK(modes[3].job.text() == ".*");
+  CHECK(modes[3].mode == Mode::kExternal);
 }
