@@ -35,7 +35,8 @@ constexpr MetricDef kDrift{
     "lagsight_store_drift_records",
     "The job's position (currentOffset + 1) - the stored offset. >= 0 and about one write-back "
     "period of input when healthy; negative: the store is ahead of what the job read (a restart "
-    "would skip records).",
+    "would skip records), or only Flink's metric is older than the store (down to -(input rate x "
+    "metrics.fetcher.update-interval) for a busy job).",
     MetricType::Gauge};
 constexpr MetricDef kMissing{
     "lagsight_store_missing_partitions",
