@@ -51,7 +51,7 @@ case "$mode" in
   runtime) packages=("${runtime_packages[@]}") ;;
   all) packages=("${build_packages[@]}" "${runtime_packages[@]}" "${test_packages[@]}") ;;
   # The demo runs the real broker and Flink job through the Python harness.
-  demo) packages=("${build_packages[@]}" "${runtime_packages[@]}" python3 python3-venv) ;;
+  demo) packages=("${build_packages[@]}" "${runtime_packages[@]}" python3 python3-venv redis-server) ;;
 esac
 missing=()
 for package in "${packages[@]}"; do

@@ -10,7 +10,11 @@ stops what it started. What you will see on /metrics:
                     climbs and drops with each checkpoint (the sawtooth) while lagsight_flink_lag_records
                     stays low;
 - ``demo-partial``  a simple group that committed only half the partitions: the others show up
-                    as lagsight_kafka_group_partition_uncommitted.
+                    as lagsight_kafka_group_partition_uncommitted;
+- ``demo-positions`` a Flink job that commits nothing to Kafka and keeps its position in a local
+                    redis-server instead (a hash per topic, written every second after
+                    processing): lagsight_store_offset, lagsight_store_drift_records and
+                    lagsight_store_age_seconds show the third position.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ sys.path.insert(0, str(REPO / "tests" / "harness"))
 from confluent_kafka import Producer  # noqa: E402
 from flink_job import FlinkJob, JobSpec  # noqa: E402
 from kafka_broker import KafkaBroker  # noqa: E402
+from redis_server import RedisServer  # noqa: E402
 from workload import SubscribedConsumer, commit_without_joining, create_topic, make_empty_group, produce  # noqa: E402
 
 TOPIC = "demo.orders"
@@ -59,6 +64,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="lagsight-demo-"))
     broker = KafkaBroker(work / "kafka")
     flink = None
+    redis = None
     lagsight = None
     threads: list[threading.Thread] = []
     active = None
@@ -74,10 +80,17 @@ def main() -> int:
         producer = threading.Thread(target=keep_producing, args=(bootstrap, stop), daemon=True)
         producer.start()
         threads.append(producer)
-        print("demo: starting a Flink 2.x MiniCluster with a KafkaSource job ...", flush=True)
+        print("demo: starting redis-server for the job that keeps its position there ...", flush=True)
+        redis = RedisServer(work / "redis").start()
+        print("demo: starting a Flink 2.x MiniCluster with two KafkaSource jobs ...", flush=True)
         flink = FlinkJob("2.x", [JobSpec(name="demo-enrichment", topics=[TOPIC], group="demo-enrichment",
                                          checkpoint_ms=CHECKPOINT_INTERVAL_SECONDS * 1000,
-                                         parallelism=2, delay_us=2000)],
+                                         parallelism=2, delay_us=2000),
+                                 JobSpec(name="demo-positions", topics=[TOPIC], group=None,
+                                         start="earliest", checkpoint_ms=5000,
+                                         extra={"redis": redis.address,
+                                                "redis-key": "flink:offsets:{topic}",
+                                                "redis-every-ms": "1000"})],
                          work / "flink", bootstrap=bootstrap)
         flink.start()
 
@@ -92,13 +105,23 @@ flink:
     rest_url: {flink.rest_url}
     kafka_cluster: demo
     poll_interval: 2s
+positions:
+  - name: demo-redis
+    store: redis
+    url: redis://{redis.address}/0
+    flink_cluster: demo-flink
+    job: "demo-positions"
+    key: "flink:offsets:{{topic}}"
+    field: "{{partition}}"
+    updated_at_field: updated_at
+    poll_interval: 2s
 """)
         lagsight = subprocess.Popen([str(args.lagsight), f"--config.file={config}",
                                      f"--web.listen-address={args.listen}"])
         print(f"""
 demo: Kafka at {bootstrap}; Flink REST at {flink.rest_url}; lagsight config {config}
 demo: metrics at http://{args.listen}/metrics   (landing page http://{args.listen}/)
-demo: try  curl -s http://{args.listen}/metrics | grep -E 'lagsight_(kafka_group_lag_records|flink_lag_records|flink_checkpoint_age)'
+demo: try  curl -s http://{args.listen}/metrics | grep -E 'lagsight_(kafka_group_lag_records|flink_lag_records|flink_checkpoint_age|store_offset)'
 demo: Ctrl-C stops everything.
 """, flush=True)
         while not stop.wait(1.0):
@@ -118,6 +141,8 @@ demo: Ctrl-C stops everything.
             thread.join(10)
         if flink is not None:
             flink.stop()
+        if redis is not None:
+            redis.stop()
         broker.stop()
         print(f"demo: stopped (files kept in {work})")
     return 0
