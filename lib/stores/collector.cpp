@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace lagsight::stores {
@@ -119,6 +120,9 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
         continue;
       }
       const FieldMatcher matcher(config_.field, topic);
+      // Each kept field becomes series labelled with its topic: a store's fields must not mint
+      // labels of topics the job does not read (or no Kafka topic could have: over 249 chars).
+      std::size_t foreign = 0;
       for (const auto& [field, value] : *fields) {
         if (!config_.updated_at_field.empty() && field == config_.updated_at_field) {
           const auto millis = ParseOffset(value);
@@ -134,6 +138,12 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
         }
         const auto tp = matcher.Match(field);
         if (!tp) continue;  // another field of the same hash (the layout's own business)
+        if (tp->topic.size() > kMaxTopicLength ||
+            (!read.topics.empty() &&
+             std::find(read.topics.begin(), read.topics.end(), tp->topic) == read.topics.end())) {
+          ++foreign;
+          continue;
+        }
         const auto offset = ParseOffset(value);
         if (!offset) {
           snapshot.partial_errors.push_back("key " + key + " field " + field + ": \"" +
@@ -141,6 +151,10 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
           continue;
         }
         job.offsets[*tp] = *offset;
+      }
+      if (foreign > 0) {
+        snapshot.partial_errors.push_back("key " + key + ": " + std::to_string(foreign) +
+                                          " field(s) name a topic the job does not read; left out");
       }
     }
     snapshot.jobs.push_back(std::move(job));

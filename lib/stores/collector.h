@@ -36,6 +36,8 @@ class Collector {
   // Hashes read per poll at the most: a job filter that matches thousands of jobs must not
   // keep one poll busy for ever.
   static constexpr std::size_t kPollReads = 2000;
+  // Kafka's own limit on a topic name.
+  static constexpr std::size_t kMaxTopicLength = 249;
 
  private:
   config::PositionStoreConfig config_;

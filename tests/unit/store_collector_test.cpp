@@ -67,8 +67,11 @@ TEST_CASE("a hash per topic: field = partition, value = next offset, updated_at 
 TEST_CASE("a hash per job: field = topic_partition; the topic may contain the separator") {
   auto owned = std::make_unique<FakeHashStore>();
   FakeHashStore& store = *owned;
-  store.hashes["offsets:orders-enrich"] = {
-      {"orders_v2_0", "5"}, {"orders_v2_11", "6"}, {"notes", "hello"}};
+  store.hashes["offsets:orders-enrich"] = {{"orders_v2_0", "5"},
+                                           {"orders_v2_11", "6"},
+                                           {"notes", "hello"},
+                                           {"billing_3", "7"},
+                                           {std::string(40'000, 'x') + "_1", "8"}};
   stores::Collector collector(StoreConfig("offsets:{job}", "{topic}_{partition}"),
                               std::move(owned));
   const auto polled = collector.Poll({{"jobs", "a1", "orders-enrich", {"orders_v2"}}});
@@ -76,7 +79,11 @@ TEST_CASE("a hash per job: field = topic_partition; the topic may contain the se
   CHECK(store.asked == std::vector<std::string>{"offsets:orders-enrich"});
   CHECK(polled->jobs.at(0).offsets == std::map<kafka::TopicPartition, std::int64_t>{
                                           {{"orders_v2", 0}, 5}, {{"orders_v2", 11}, 6}});
-  CHECK(polled->partial_errors.empty());  // "notes" is the layout's own business
+  // "notes" is the layout's own business; a topic the job does not read (or no topic could be)
+  // would mint labels: left out, said once per key.
+  CHECK(polled->partial_errors ==
+        std::vector<std::string>{"key offsets:orders-enrich: 2 field(s) name a topic the job does "
+                                 "not read; left out"});
 }
 
 TEST_CASE("a store that does not answer fails the poll, also with no job to read") {
