@@ -121,6 +121,8 @@ struct FlinkClusterState {
   bool up = false;
   std::optional<double> down_since;
   double polled_at = 0;  // when its current snapshot was taken
+  // When the poll that took it began: its answers are at least that recent (see PairFacts).
+  double requested_at = 0;
   double metrics_fetch_interval = kDefaultMetricsFetchIntervalSeconds;
   FlinkFindings findings;
 };
@@ -402,6 +404,7 @@ struct Analyzer::State {
     const std::optional<double> previous_poll =
         cluster.polled_at > 0 ? std::optional<double>(cluster.polled_at) : std::nullopt;
     cluster.polled_at = now;
+    cluster.requested_at = snapshot.requested_at > 0 ? std::min(now, snapshot.requested_at) : now;
     if (snapshot.metrics_fetch_interval_ms && *snapshot.metrics_fetch_interval_ms > 0) {
       cluster.metrics_fetch_interval = *snapshot.metrics_fetch_interval_ms / 1000;
     }
@@ -1088,6 +1091,13 @@ struct Analyzer::State {
     const flink::FlinkJob& flink_job = *job.latest;
     const FlinkClusterState& flink_state = flink[job.flink_cluster];
     const double window_seconds = window();
+    // What the job's snapshot says (checkpoint age, how long a position stands) holds as of
+    // the Flink poll that took it, not as of this Kafka poll, and as of when that poll began:
+    // against `now` the snapshot would age by however late it is. A REST API that answers in
+    // seconds, or a host that stalls (CI saw 12 s, after which Kafka polls ran before the next
+    // Flink poll), would make a healthy job's checkpoints look overdue.
+    const double flink_known_at =
+        flink_state.requested_at > 0 ? std::min(now, flink_state.requested_at) : now;
     PairFacts f;
     f.cluster_mismatch = cluster.findings.cluster_mismatch;
     for (const config::CommitModeRule& rule : config.commit_modes) {
@@ -1145,8 +1155,8 @@ struct Analyzer::State {
         MinimumChange());
     const double stuck_after =
         std::max(window_seconds / 2, kStuckFetchIntervals * flink_state.metrics_fetch_interval);
-    UpdateStanding(pair.positions, positions, now);
-    stuck = StuckPartitions(pair.positions, waiting, now, stuck_after);
+    UpdateStanding(pair.positions, positions, flink_known_at);
+    stuck = StuckPartitions(pair.positions, waiting, flink_known_at, stuck_after);
     for (const kafka::TopicPartition& tp : stuck) {
       f.stuck_partitions.push_back(PartitionName(tp));
     }
@@ -1156,7 +1166,8 @@ struct Analyzer::State {
       // Since the latest completed checkpoint, but never before the job last (re)started: a
       // failover that recovers slowly has had no chance to checkpoint yet.
       const double latest = latest_ms ? static_cast<double>(*latest_ms) / 1000.0 : 0;
-      f.checkpoint_age_seconds = now - std::max(latest, job.running_since);
+      f.checkpoint_age_seconds =
+          std::max(0.0, flink_known_at - std::max(latest, job.running_since));
       f.checkpoint_failures_in_window =
           IncreaseOverWindow(
               job.samples, [](const JobSample& s) { return s.failed; }, now, window_seconds) > 0;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <chrono>
 
 #include "flink/client_options.h"
 #include "metrics/flink_metrics.h"
@@ -25,9 +26,13 @@ void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
       io_,
       [self = shared_from_this(), collector = collector_,
        done = std::move(done)]() -> asio::awaitable<void> {
+        const double requested_at =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         auto polled = co_await collector->Poll();
         std::optional<std::string> error;
         if (polled) {
+          polled->requested_at = requested_at;
           for (const std::string& partial : polled->partial_errors) {
             spdlog::debug("flink cluster \"{}\": {}", self->name(), partial);
           }

@@ -117,6 +117,10 @@ struct FlinkSnapshot {
   // metrics.fetcher.update-interval of the JobManager: how stale the REST metrics may be (Flink's
   // default 10000 when unset); empty while /jobmanager/config could not be read.
   std::optional<double> metrics_fetch_interval_ms;
+  // Unix seconds when the poll that took this snapshot began (0: unknown). Every answer in it
+  // was given after that, so a checkpoint was at least `requested_at - its time` old when Flink
+  // said it was the latest; a slow REST API (a poll of several seconds) adds nothing to that.
+  double requested_at = 0;
 };
 
 }  // namespace lagsight::flink

@@ -116,6 +116,11 @@ class LagsightProcess:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "lagsight was never started"
+        return self._process.pid
+
     def send_signal(self, signum: int) -> None:
         """Signals the daemon, e.g. SIGHUP to make it reload its config file."""
         assert self._process is not None, "lagsight was never started"

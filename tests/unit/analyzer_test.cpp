@@ -52,6 +52,8 @@ class World {
   double job_start = 1'000'000 - 600;  // unix seconds
   bool flink_up = true;                // false: the Flink poll fails
   bool reader_reports = true;          // false: the source exists but reports no partitions yet
+  bool flink_polled = true;            // false: this poll is Kafka's alone (Flink's is late)
+  double flink_poll_seconds = 0;       // how long the Flink poll took (it began that long ago)
 
   double now = 1'000'000;
   double poll_seconds = 1;  // between polls (Flink and Kafka are polled together)
@@ -81,9 +83,10 @@ class World {
     }
     // As the daemon's Kafka source does on its worker.
     kafka_poll_ = analysis::DeriveKafkaPoll(std::move(*kafka_), kafka_poll_);
-    if (with_job) {
+    if (with_job && flink_polled) {
       flink_ = std::make_shared<flink::FlinkSnapshot>();
       flink_->metrics_fetch_interval_ms = fetch_interval_ms;
+      flink_->requested_at = now - flink_poll_seconds;
       flink::FlinkJob job;
       job.overview = {job_id,       "enrich",
                       job_state,    static_cast<std::int64_t>(job_start * 1000),
@@ -111,7 +114,7 @@ class World {
     if (with_job) {
       view.flink["flink"] = {std::make_shared<const config::FlinkClusterConfig>(flink_config_),
                              flink_up ? flink_ : nullptr};
-      analyzer_->ObserveFlink("flink", view, now);
+      if (flink_polled) analyzer_->ObserveFlink("flink", view, now);
     }
     return analyzer_->ObserveKafka(kCluster, view, now);
   }
@@ -299,6 +302,73 @@ TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing") 
     world.failed++;
   });
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kCheckpointsFailing);
+}
+
+TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll that saw it") {
+  // CI: every process on the machine stood still for 12 s. Kafka polls resumed first, twice in
+  // 0.2 s, against the Flink snapshot from before the stall.
+  World world;
+  world.with_job = true;
+  world.committed["enrich"] = 1000;
+  world.job_committed = 1000;
+  world.job_current = 999;
+  auto checkpoint_each_second = [&](int) {
+    world.log_end += 5;
+    world.job_current = world.log_end - 1;
+    world.completed++;
+    world.latest_completed_ms = static_cast<std::int64_t>(world.now * 1000);
+    world.commits_succeeded++;
+    world.job_committed = world.log_end;
+    world.committed["enrich"] = world.log_end;
+  };
+  CHECK(world.Run(40, "enrich", "job-1", checkpoint_each_second) ==
+        std::set<Cause>{Cause::kHealthy});
+
+  world.now += 12;  // nothing ran
+  world.flink_polled = false;
+  world.poll_seconds = 0.2;
+  CHECK(world.Run(2, "enrich", "job-1", [](int) {}) == std::set<Cause>{Cause::kHealthy});
+  // Flink's first poll after the stall: its checkpoint timer has fired, one completed since.
+  world.flink_polled = true;
+  world.poll_seconds = 1;
+  CHECK(world.Run(10, "enrich", "job-1", checkpoint_each_second) ==
+        std::set<Cause>{Cause::kHealthy});
+
+  // The control: Flink polls on after the stall and still shows no new checkpoint.
+  world.now += 12;
+  const auto seen = world.Run(3, "enrich", "job-1", [&](int) { world.log_end += 5; });
+  CHECK(seen.contains(Cause::kCheckpointsFailing));
+}
+
+TEST_CASE("a slow Flink REST API: the checkpoint is judged as of when the poll asked") {
+  // A loaded JobManager: a Flink poll takes 9 s, so its snapshot is up to 18 s old at a Kafka
+  // poll, while the job checkpoints every second.
+  World world;
+  world.with_job = true;
+  world.committed["enrich"] = 1000;
+  world.job_committed = 1000;
+  world.job_current = 999;
+  world.flink_poll_seconds = 9;
+  std::set<Cause> seen = world.Run(90, "enrich", "job-1", [&](int second) {
+    world.log_end += 5;
+    world.flink_polled = second % 9 == 8;
+    if (!world.flink_polled) return;
+    // Flink answered right after it was asked, nine seconds ago.
+    world.job_current = world.log_end - 1;
+    world.completed += 9;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1 - 9.5) * 1000);
+    world.commits_succeeded += 9;
+    world.job_committed = world.log_end;
+    world.committed["enrich"] = world.log_end;
+  });
+  CHECK(seen == std::set<Cause>{Cause::kHealthy});
+
+  // The control: the same slow polls, and Flink's answers show no new checkpoint.
+  seen = world.Run(30, "enrich", "job-1", [&](int second) {
+    world.log_end += 5;
+    world.flink_polled = second % 9 == 8;
+  });
+  CHECK(seen.contains(Cause::kCheckpointsFailing));
 }
 
 namespace {

@@ -1,0 +1,199 @@
+"""Flink's answers arrive late, on real Kafka + real Flink: the diagnosis must not blame the job.
+
+lagsight polls Kafka and Flink on their own timers, so at a Kafka poll the Flink snapshot is as
+old as the Flink poll took, and older after a stall. Judged against the time of the Kafka poll,
+a healthy job that checkpoints every second looked overdue: CI froze for 12 s once, its Kafka
+polls ran before the next Flink poll, and every such job showed checkpoints_failing. Here:
+
+1. Flink's REST API answers every request 1.5 s late (a TCP proxy: a loaded JobManager), so a
+   Flink poll takes seconds;
+2. lagsight and the Flink MiniCluster's JVM stand still together for 20 s (SIGSTOP: a VM pause,
+   a swap storm; the broker, elsewhere, runs on);
+3. lagsight alone stands still for 20 s (its node pauses; Flink checkpoints on).
+
+Throughout lagsight may show only ``healthy``. Ground truth that each happened comes from the
+real systems: a REST request through the proxy timed here, /proc saying the processes were
+stopped, Flink's own checkpoint history showing the gap the stall left. One broker (the
+session's), one Flink cluster and one lagsight.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import promtext
+from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
+from flink_job import FlinkJob, JobSpec
+from scenario_report import DiagnosisWatch
+from workload import SteadyProducer, create_topic
+
+PREFIX = f"late-{uuid.uuid4().hex[:6]}"
+REST_DELAY_SECONDS = 1.5
+STALL_SECONDS = 20  # far beyond the 8 s after which a 1 s interval's checkpoint is overdue
+OBSERVE_SECONDS = 30
+
+
+class SlowProxy:
+    """Forwards 127.0.0.1:port to a target, holding every chunk a client sends for ``delay``
+    seconds first: each HTTP request is answered that much later."""
+
+    def __init__(self, target: tuple[str, int], delay: float) -> None:
+        self.target = target
+        self.delay = delay
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self.port = self._listener.getsockname()[1]
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept_loop, daemon=True, name="slow-proxy").start()
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            threading.Thread(target=self._pipe, args=(client, upstream, self.delay),
+                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, 0.0),
+                             daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, delay: float) -> None:
+        try:
+            while data := source.recv(65536):
+                if delay:
+                    time.sleep(delay)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._listener.close()
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat: T while stopped."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def stopped(pids: list[int], seconds: float) -> None:
+    """SIGSTOPs every pid, checks the kernel says they stopped, waits, SIGCONTs them."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: all(process_state(pid) == "T" for pid in pids), 5,
+                   f"{pids} to be stopped")
+        time.sleep(seconds)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def largest_trigger_gap(flink: FlinkJob, jid: str) -> float:
+    """Seconds between the two checkpoints of Flink's history triggered furthest apart."""
+    status, body = flink.checkpoints(jid)
+    assert status == 200, body
+    triggers = sorted(c["trigger_timestamp"] for c in body["history"])
+    return max((b - a for a, b in zip(triggers, triggers[1:])), default=0) / 1000
+
+
+def completed_checkpoints(flink: FlinkJob, jid: str) -> int:
+    status, body = flink.checkpoints(jid)
+    assert status == 200, body
+    return body["counts"]["completed"]
+
+
+def healthy_throughout(watch: DiagnosisWatch, seconds: float) -> None:
+    """Watches ``seconds`` more, until healthy again; nothing but healthy since the clock."""
+    watch.hold(seconds)
+    watch.wait_for("healthy", 60, since=time.monotonic() - 1)
+    assert watch.false_causes("healthy", set()) == [], watch.history()
+
+
+def test_late_answers_are_judged_when_flink_gave_them(session_broker, lagsight_binary, tmp_path,
+                                                      request):
+    bootstrap = session_broker.bootstrap
+    topic = group = name = f"{PREFIX}-orders"
+    create_topic(bootstrap, topic, 2)
+    producer = SteadyProducer(bootstrap, topic, 2, 20)
+    lagsight: LagsightProcess | None = None
+    proxy: SlowProxy | None = None
+    try:
+        with FlinkJob("2.x", [JobSpec(name, [topic], group=group)], tmp_path / "flink",
+                      bootstrap=bootstrap) as flink:
+            _register_log_for_failures(request, "flink log", flink.log_file)
+            jid = flink.jobs[name]
+            host, port = flink.rest_url.removeprefix("http://").split(":")
+            proxy = SlowProxy((host, int(port)), REST_DELAY_SECONDS)
+            started = time.monotonic()
+            with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/overview",
+                                        timeout=10) as response:
+                assert response.status == 200
+            assert time.monotonic() - started >= REST_DELAY_SECONDS
+
+            work_dir = tmp_path / "lagsight"
+            work_dir.mkdir()
+            lagsight = LagsightProcess(lagsight_binary, work_dir, {
+                "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
+                           "request_timeout": "5s", "topics": {"allow": [f"{PREFIX}.*"]},
+                           "groups": {"allow": [f"{PREFIX}.*"]}}],
+                "flink": [{"name": "mini", "rest_url": f"http://127.0.0.1:{proxy.port}",
+                           "kafka_cluster": CLUSTER, "poll_interval": "1s",
+                           "request_timeout": "5s"}],
+                "diagnosis": {"window": "30s", "confirm_polls": 2, "lag_threshold_records": 400}})
+            _register_log_for_failures(request, "lagsight log", lagsight.log_file)
+            lagsight.start()
+            wait_until(lambda: flink.source_commit_counters(jid)["commitsSucceeded"] >= 2, 150,
+                       "the job to commit twice")
+            with DiagnosisWatch(lagsight, kafka_cluster=CLUSTER, group=group,
+                                job_name=name) as watch:
+                # 1. Slow answers: every Flink poll takes several request delays.
+                watch.wait_for("healthy", 150)
+                watch.restart_clock()
+                healthy_throughout(watch, OBSERVE_SECONDS)
+                durations = promtext.select(lagsight.scrape(),
+                                            "lagsight_flink_poll_duration_seconds",
+                                            flink_cluster="mini")
+                assert list(durations.values())[0] >= 2 * REST_DELAY_SECONDS, durations
+
+                # 2. The whole machine stands still: lagsight and the Flink JVM.
+                watch.restart_clock()
+                assert largest_trigger_gap(flink, jid) < STALL_SECONDS - 1
+                stopped([lagsight.pid, flink.pid], STALL_SECONDS)
+                wait_until(lambda: largest_trigger_gap(flink, jid) >= STALL_SECONDS - 1, 30,
+                           "Flink's checkpoint history to show the stall")
+                healthy_throughout(watch, OBSERVE_SECONDS)
+
+                # 3. lagsight's host alone stands still; Flink checkpoints on meanwhile.
+                watch.restart_clock()
+                completed = completed_checkpoints(flink, jid)
+                stopped([lagsight.pid], STALL_SECONDS)
+                assert completed_checkpoints(flink, jid) > completed
+                healthy_throughout(watch, OBSERVE_SECONDS)
+            assert lagsight.running
+    finally:
+        producer.stop()
+        if lagsight is not None:
+            assert lagsight.stop() == 0, "lagsight did not exit 0 on SIGTERM (see its log)"
+        if proxy is not None:
+            proxy.close()
