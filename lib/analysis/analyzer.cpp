@@ -18,9 +18,6 @@ constexpr std::size_t kCommitEventsKept = 16;
 constexpr std::size_t kEarlierCommitsKept = 32;
 // ... for this many metric refreshes of the slowest Flink cluster.
 constexpr double kEarlierCommitsRefreshes = 3;
-// Checkpointing "disabled" is reported as an interval of Long.MAX_VALUE ms; anything above a
-// year is treated as no interval.
-constexpr double kNoIntervalMs = 365.0 * 24 * 3600 * 1000;
 // Flink's default metrics.fetcher.update-interval, for a JobManager that does not say.
 constexpr double kDefaultMetricsFetchIntervalSeconds = 10;
 // A job that vanished is forgotten (its group judged on its own) this many windows after it
@@ -551,6 +548,8 @@ struct Analyzer::State {
       }
     }
     FlinkFindings findings;
+    findings.checkpoint_ages = CheckpointAges(
+        *view->second.snapshot, state.requested_at > 0 ? std::min(now, state.requested_at) : now);
     findings.joins =
         JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up,
                            [this, now](const std::string& cluster, const std::string& group,
@@ -1007,13 +1006,11 @@ struct Analyzer::State {
       finding->kafka_lag = static_cast<std::int64_t>(facts.kafka_lag);
     }
     if (job.latest != nullptr) {
-      const flink::FlinkJob& flink_job = *job.latest;
-      const auto& interval_ms = flink_job.checkpoint_config.interval_ms;
-      if (flink_job.checkpoints.enabled && interval_ms && *interval_ms < kNoIntervalMs) {
-        finding->checkpoint_interval_seconds = *interval_ms / 1000;
-        if (const auto& latest = flink_job.checkpoints.latest_completed_timestamp_ms) {
-          finding->checkpoint_age_seconds = now - static_cast<double>(*latest) / 1000;
-        }
+      finding->checkpoint_interval_seconds = PeriodicIntervalSeconds(*job.latest);
+      const auto& ages = flink[job.flink_cluster].findings.checkpoint_ages;
+      if (const auto age = ages.find(std::get<2>(key));
+          age != ages.end() && finding->checkpoint_interval_seconds) {
+        finding->checkpoint_age_seconds = age->second.age_seconds;
       }
     }
     AddMaxLagSeconds(index, *finding);
@@ -1109,10 +1106,9 @@ struct Analyzer::State {
         job.samples, [](const JobSample& s) { return s.restarts; }, now, window_seconds);
 
     const flink::CheckpointConfig& checkpoint_config = flink_job.checkpoint_config;
-    f.checkpointing = checkpoint_config.enabled && flink_job.checkpoints.enabled &&
-                      checkpoint_config.interval_ms &&
-                      *checkpoint_config.interval_ms < kNoIntervalMs;
-    const double interval = f.checkpointing ? *checkpoint_config.interval_ms / 1000.0 : 0;
+    const std::optional<double> periodic = PeriodicIntervalSeconds(flink_job);
+    f.checkpointing = periodic.has_value();
+    const double interval = periodic.value_or(0);
     // With min-pause the next checkpoint starts that long after the last one ended.
     f.expected_checkpoint_gap_seconds =
         std::max(interval, checkpoint_config.min_pause_ms.value_or(0) / 1000.0 +
@@ -1162,12 +1158,11 @@ struct Analyzer::State {
     }
 
     if (f.checkpointing) {
-      const auto& latest_ms = flink_job.checkpoints.latest_completed_timestamp_ms;
       // Since the latest completed checkpoint, but never before the job last (re)started: a
       // failover that recovers slowly has had no chance to checkpoint yet.
-      const double latest = latest_ms ? static_cast<double>(*latest_ms) / 1000.0 : 0;
-      f.checkpoint_age_seconds =
-          std::max(0.0, flink_known_at - std::max(latest, job.running_since));
+      const double since_start = std::max(0.0, flink_known_at - job.running_since);
+      const std::optional<CheckpointAge> age = CheckpointAgeOf(flink_job, flink_known_at);
+      f.checkpoint_age_seconds = age ? std::min(age->age_seconds, since_start) : since_start;
       f.checkpoint_failures_in_window =
           IncreaseOverWindow(
               job.samples, [](const JobSample& s) { return s.failed; }, now, window_seconds) > 0;

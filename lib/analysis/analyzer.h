@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/checkpoint_age.h"
 #include "analysis/diagnosis.h"
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
@@ -83,6 +84,8 @@ struct SourceFindings {
 struct FlinkFindings {
   std::vector<FlinkSourceJoin> joins;  // with sticky associations applied
   std::vector<SourceFindings> sources;
+  // By job id: the newest completed checkpoint's age as of the start of the Flink poll.
+  std::map<std::string, CheckpointAge> checkpoint_ages;
 };
 
 // One point of a pair's lag over time, for the status page's chart.

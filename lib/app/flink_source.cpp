@@ -57,13 +57,13 @@ std::shared_ptr<const analysis::Findings> FlinkSource::Observe(analysis::Analyze
 }
 
 Source::Render FlinkSource::Renderer(const metrics::PollStatus& status) const {
-  return [name = config_->name, status, snapshot = snapshot_](
-             const analysis::Findings& findings, double now, metrics::FamilyBuilder& out) {
-    static const std::vector<analysis::FlinkSourceJoin> kNoJoins;
-    const auto joined = findings.flink.find(name);
-    const auto& joins =
-        snapshot && joined != findings.flink.end() ? joined->second.joins : kNoJoins;
-    metrics::AppendFlinkMetrics(name, status, snapshot.get(), joins, now, out);
+  return [name = config_->name, status, snapshot = snapshot_](const analysis::Findings& findings,
+                                                              double, metrics::FamilyBuilder& out) {
+    static const analysis::FlinkFindings kNothingFound;
+    const auto found = findings.flink.find(name);
+    metrics::AppendFlinkMetrics(
+        name, status, snapshot.get(),
+        snapshot && found != findings.flink.end() ? found->second : kNothingFound, out);
   };
 }
 

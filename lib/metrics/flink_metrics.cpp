@@ -41,9 +41,11 @@ constexpr MetricDef kInProgress{"lagsight_flink_checkpoints_in_progress", "Check
 constexpr MetricDef kLastCompletedTime{
     "lagsight_flink_checkpoint_last_completed_timestamp_seconds",
     "Unix time the latest completed checkpoint was acknowledged.", MetricType::Gauge};
-constexpr MetricDef kAge{"lagsight_flink_checkpoint_age_seconds",
-                         "Age of the latest completed checkpoint (or savepoint) at the poll.",
-                         MetricType::Gauge};
+constexpr MetricDef kAge{
+    "lagsight_flink_checkpoint_age_seconds",
+    "Age of the latest completed checkpoint (or savepoint) when lagsight's latest "
+    "Flink poll began.",
+    MetricType::Gauge};
 constexpr MetricDef kAgeRatio{
     "lagsight_flink_checkpoint_age_ratio",
     "Checkpoint age divided by the configured checkpoint interval: around 1 "
@@ -152,8 +154,7 @@ void AddIf(FamilyBuilder& out, const MetricDef& def, const Labels& labels,
 
 void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
                         const flink::FlinkSnapshot* snapshot,
-                        const std::vector<analysis::FlinkSourceJoin>& joins,
-                        double now_unix_seconds, FamilyBuilder& out) {
+                        const analysis::FlinkFindings& findings, FamilyBuilder& out) {
   const Labels cluster_labels = {{"flink_cluster", cluster}};
   AppendPollStatus(kHealth, cluster_labels, status, out);
   if (snapshot == nullptr) return;
@@ -181,10 +182,11 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       if (stats.latest_completed_timestamp_ms) {
         const double completed = static_cast<double>(*stats.latest_completed_timestamp_ms) / 1000;
         out.Add(kLastCompletedTime, job_labels, completed);
-        const double age = std::max(0.0, now_unix_seconds - completed);
-        out.Add(kAge, job_labels, age);
-        const auto& interval = job.checkpoint_config.interval_ms;
-        if (interval && *interval > 0) out.Add(kAgeRatio, job_labels, age / (*interval / 1000));
+      }
+      if (const auto age = findings.checkpoint_ages.find(job.overview.id);
+          age != findings.checkpoint_ages.end()) {
+        out.Add(kAge, job_labels, age->second.age_seconds);
+        if (age->second.ratio) out.Add(kAgeRatio, job_labels, *age->second.ratio);
       }
       AddIf(out, kDuration, job_labels, stats.latest_duration_ms, 0.001);
       AddIf(out, kSize, job_labels, stats.latest_size_bytes);
@@ -218,7 +220,7 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
   // One line per job and group, however many of the job's sources commit to it (the series
   // has no source label: two would be duplicates, which the exposition format forbids).
   std::set<std::tuple<std::string, std::string, std::string, std::string>> job_groups;
-  for (const analysis::FlinkSourceJoin& join : joins) {
+  for (const analysis::FlinkSourceJoin& join : findings.joins) {
     const Labels source_labels = {{"flink_cluster", cluster},
                                   {"job_id", join.job_id},
                                   {"job_name", join.job_name},

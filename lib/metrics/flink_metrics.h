@@ -7,17 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "analysis/flink_join.h"
+#include "analysis/analyzer.h"
 #include "flink/snapshot.h"
 #include "metrics/exposition.h"
 #include "metrics/kafka_metrics.h"
 
 namespace lagsight::metrics {
 
-// `snapshot` is null when the latest poll failed; `now_unix_seconds` dates checkpoint ages.
+// `snapshot` is null when the latest poll failed; `findings` are the analysis of that snapshot
+// (its joins and checkpoint ages), rendered as they are.
 void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
                         const flink::FlinkSnapshot* snapshot,
-                        const std::vector<analysis::FlinkSourceJoin>& joins,
-                        double now_unix_seconds, FamilyBuilder& out);
+                        const analysis::FlinkFindings& findings, FamilyBuilder& out);
 
 }  // namespace lagsight::metrics

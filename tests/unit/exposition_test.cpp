@@ -156,7 +156,10 @@ TEST_CASE("a Flink job with two sources of one name committing to one group: no 
   metrics::FamilyBuilder builder;
   metrics::PollStatus status;
   status.up = true;
-  metrics::AppendFlinkMetrics("mini", status, &snapshot, joins, 1700000000, builder);
+  analysis::FlinkFindings findings;
+  findings.joins = joins;
+  findings.checkpoint_ages = analysis::CheckpointAges(snapshot, 1700000000);
+  metrics::AppendFlinkMetrics("mini", status, &snapshot, findings, builder);
   const std::string text = metrics::Serialize(std::move(builder).Build());
   const std::vector<std::string> series = SeriesOf(text);
   const std::set<std::string> unique(series.begin(), series.end());
