@@ -97,14 +97,16 @@ void KafkaSource::Retire() {
   asio::post(retirer_, [retired = std::move(collector_)] {});
 }
 
-kafka::FlinkReads FlinkReadsOf(const analysis::SourcesView& sources) {
-  kafka::FlinkReads reads;
+kafka::ExtraReads FlinkReadsOf(const analysis::SourcesView& sources) {
+  // Flink names a topic in its metric ids as Kafka's collision-unified name ("orders.v2" as
+  // "orders_v2"): the escaped names are already in the collector's terms.
+  kafka::ExtraReads reads;
   for (const auto& [name, flink] : sources.flink) {
     if (!flink.snapshot) continue;
     for (const flink::FlinkJob& job : flink.snapshot->jobs) {
       for (const flink::SourceReader& reader : job.sources) {
         for (const auto& [tp, offsets] : reader.partitions) {
-          reads.escaped_topics.insert(tp.escaped_topic);
+          reads.unified_topics.insert(tp.escaped_topic);
           if (offsets.current && *offsets.current < std::numeric_limits<std::int64_t>::max()) {
             reads.positions.emplace(tp.escaped_topic, tp.partition, *offsets.current + 1);
           }

@@ -51,6 +51,6 @@ class KafkaSource final : public Source, public std::enable_shared_from_this<Kaf
 
 // What the Flink jobs of every Flink cluster read, in the Kafka collector's terms. Every Flink
 // cluster's: a mapping may send one job to another Kafka cluster than its Flink cluster's.
-kafka::FlinkReads FlinkReadsOf(const analysis::SourcesView& sources);
+kafka::ExtraReads FlinkReadsOf(const analysis::SourcesView& sources);
 
 }  // namespace lagsight::app

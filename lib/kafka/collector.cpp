@@ -5,9 +5,13 @@
 #include <optional>
 #include <set>
 
-#include "flink/snapshot.h"
-
 namespace lagsight::kafka {
+
+std::string UnifyCollisionChars(std::string_view topic) {
+  std::string unified(topic);
+  std::replace(unified.begin(), unified.end(), '.', '_');
+  return unified;
+}
 namespace {
 
 using std::chrono::milliseconds;
@@ -111,19 +115,19 @@ std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot&
   return positions;
 }
 
-// The lagging positions of the Flink readers, on the real topics their escaped names stand for,
+// The lagging positions of the other reader, on the real topics their unified names stand for,
 // added to `positions` with their lag (a position two real topics fit is read on both: the join
 // decides later which is the job's, and reports the ambiguity).
-void AddFlinkPositions(const FlinkReads& reads, const KafkaSnapshot& snapshot,
+void AddExtraPositions(const ExtraReads& reads, const KafkaSnapshot& snapshot,
                        std::map<RecordKey, std::int64_t>& positions) {
   if (reads.positions.empty()) return;
   std::map<std::string, std::vector<std::string>> real_topics;
   for (const auto& [topic, count] : snapshot.topic_partitions) {
-    const std::string escaped = flink::MetricTopicName(topic);
-    if (reads.escaped_topics.contains(escaped)) real_topics[escaped].push_back(topic);
+    const std::string unified = UnifyCollisionChars(topic);
+    if (reads.unified_topics.contains(unified)) real_topics[unified].push_back(topic);
   }
-  for (const auto& [escaped, partition, position] : reads.positions) {
-    const auto topics = real_topics.find(escaped);
+  for (const auto& [unified, partition, position] : reads.positions) {
+    const auto topics = real_topics.find(unified);
     if (topics == real_topics.end()) continue;
     for (const std::string& topic : topics->second) {
       const auto offsets = snapshot.partitions.find({topic, partition});
@@ -160,7 +164,7 @@ Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAd
                      Clock clock)
     : cluster_(std::move(cluster)), admin_(std::move(admin)), clock_(std::move(clock)) {}
 
-Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
+Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
   KafkaSnapshot snapshot;
   if (cluster_.bootstrap_servers.size() > 1) {
@@ -248,7 +252,7 @@ Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   for (const auto& [topic, count] : *counts) {
     if (!cluster_.topics.Accepts(topic)) continue;
     snapshot.all_topics.push_back(topic);
-    if (flink_reads.escaped_topics.contains(flink::MetricTopicName(topic))) topics.insert(topic);
+    if (extra_reads.unified_topics.contains(UnifyCollisionChars(topic))) topics.insert(topic);
   }
   if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) {
     return *failed;
@@ -271,7 +275,7 @@ Result<KafkaSnapshot> Collector::Poll(const FlinkReads& flink_reads) {
   std::map<RecordKey, std::int64_t> wanted;
   if (cluster_.lag_seconds_fetch_budget > 0) {
     wanted = OldestUnconsumedPositions(snapshot);
-    AddFlinkPositions(flink_reads, snapshot, wanted);
+    AddExtraPositions(extra_reads, snapshot, wanted);
   }
   ReadRecordTimestamps(wanted, cluster_.request_timeout, deadline.Left() / 2, snapshot);
   if (deadline.Expired()) {

@@ -32,13 +32,18 @@
 
 namespace lagsight::kafka {
 
-// What the Flink jobs read, named as Flink's metric ids name it (a topic's dots as '_'). The
-// log offsets of every real topic with such a name are read, so Flink-side lag is known even for
-// a job that commits nothing; and the timestamp of the record at each lagging position, for the
-// job's own lag in seconds.
-struct FlinkReads {
-  std::set<std::string> escaped_topics;
-  // (escaped topic, partition, the job's next offset: currentOffset + 1)
+// A topic's name with its metric-colliding characters unified, as Kafka's own
+// Topic.unifyCollisionChars does ('.' as '_'): "orders.v2" and "orders_v2" collide in metric
+// names, which is how readers that report through metrics name the topics they read.
+std::string UnifyCollisionChars(std::string_view topic);
+
+// Topics and positions another reader needs beside the groups' (the Flink jobs, which commit
+// nothing or late), by collision-unified topic name. The log offsets of every real topic with
+// such a name are read, so that reader's lag is known even when it commits nothing; and the
+// timestamp of the record at each lagging position, for its lag in seconds.
+struct ExtraReads {
+  std::set<std::string> unified_topics;
+  // (unified topic, partition, the reader's next offset)
   std::set<std::tuple<std::string, std::int32_t, std::int64_t>> positions;
 };
 
@@ -54,7 +59,7 @@ class Collector {
 
   // Fails as a whole when the cluster cannot be listed or its metadata read; failures of single
   // groups or partitions are recorded in KafkaSnapshot::partial_errors instead.
-  Result<KafkaSnapshot> Poll(const FlinkReads& flink_reads = {});
+  Result<KafkaSnapshot> Poll(const ExtraReads& extra_reads = {});
 
   // How long a successfully read offsets.retention.minutes is trusted before it is read again.
   static constexpr std::chrono::minutes kRetentionRefresh{5};

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_kafka_admin.h"
+#include "flink/snapshot.h"
 
 namespace {
 
@@ -408,7 +409,8 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
   Collector collector = f.Make();
   f.admin->listings = {{"g", "empty", true}};
   f.admin->committed["g"] = CommittedOffsets{{{"a.b", 0}, 10}};
-  // "a.b" and "a_b" both escape to "a_b" in Flink's metric ids; "c" is read by the job alone.
+  // "a.b" and "a_b" both unify to "a_b" (as Flink's metric ids name them); "c" is read by the job
+  // alone.
   f.admin->topics = {{"a.b", 1}, {"a_b", 1}, {"c", 2}};
   f.admin->log_end = {{{"a.b", 0}, 100}, {{"a_b", 0}, 30}, {{"c", 0}, 8}, {{"c", 1}, 50}};
   f.admin->log_start = {{{"a.b", 0}, 0}, {{"a_b", 0}, 0}, {{"c", 0}, 0}, {{"c", 1}, 20}};
@@ -416,8 +418,8 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
   f.admin->record_timestamps = {
       {{{"a.b", 0}, 10}, 1000}, {{{"a.b", 0}, 40}, 4000}, {{{"a_b", 0}, 40}, 4100}};
   f.admin->log_append_time = {{{"a.b", 0}, 40}};
-  lagsight::kafka::FlinkReads reads;
-  reads.escaped_topics = {"a_b", "c"};
+  lagsight::kafka::ExtraReads reads;
+  reads.unified_topics = {"a_b", "c"};
   // a_b/0@40 lags on "a.b" (60) and is beyond "a_b"'s log end (30); c/0@8 is at log end, and
   // c/1@10 was deleted (log start 20): only a.b/0@40 is read for the job.
   reads.positions = {{"a_b", 0, 40}, {"c", 0, 8}, {"c", 1, 10}};
@@ -441,4 +443,13 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
   CHECK(f.admin->timestamp_requests.back() == std::vector<RecordKey>{{{"a.b", 0}, 41}});
   CHECK(Millis(moved->record_timestamps) ==
         std::map<RecordKey, std::int64_t>{{{{"a.b", 0}, 10}, 1000}, {{{"a.b", 0}, 41}, 4001}});
+}
+
+TEST_CASE("collision-unified topic names are the names Flink's metric ids use") {
+  // The Flink jobs' reads reach the collector under the names Flink gives topics; the two rules
+  // must stay one.
+  for (const std::string topic : {"orders", "orders.v2", "a.b_c..d", "", "."}) {
+    CHECK(lagsight::kafka::UnifyCollisionChars(topic) == lagsight::flink::MetricTopicName(topic));
+  }
+  CHECK(lagsight::kafka::UnifyCollisionChars("orders.v2.eu") == "orders_v2_eu");
 }
