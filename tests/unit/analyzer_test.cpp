@@ -162,14 +162,14 @@ class World {
 
 }  // namespace
 
-TEST_CASE("Kafka-only: an idle topic with lag is healthy, never stalled") {
+TEST_CASE("Kafka-only: an idle topic with lag is healthy, never stalled", "[analysis]") {
   World world;
   world.committed["idle"] = 900;  // 100 records behind, nothing arrives, nothing commits
   const auto seen = world.Run(120, "idle", "", [](int) {});
   CHECK(seen == std::set<Cause>{Cause::kHealthy});
 }
 
-TEST_CASE("Kafka-only: commits that stop while records arrive are stalled") {
+TEST_CASE("Kafka-only: commits that stop while records arrive are stalled", "[analysis]") {
   World world;
   world.committed["g"] = 1000;
   // Never seen committing: three windows (90 s) before it is stalled.
@@ -179,7 +179,7 @@ TEST_CASE("Kafka-only: commits that stop while records arrive are stalled") {
   CHECK(World::CauseOf(*world.last_, "g") == Cause::kStalled);
 }
 
-TEST_CASE("Kafka-only: stalled is judged against the group's own commit period") {
+TEST_CASE("Kafka-only: stalled is judged against the group's own commit period", "[analysis]") {
   World world;
   world.committed["slow"] = 1000;  // commits every 50 s (a long flush): never stalled for it
   world.committed["fast"] = 1000;  // commits every 5 s, then stops
@@ -195,7 +195,7 @@ TEST_CASE("Kafka-only: stalled is judged against the group's own commit period")
   CHECK(World::CauseOf(*world.last_, "fast") == Cause::kStalled);
 }
 
-TEST_CASE("Kafka-only: commits that move but fall further behind are really behind") {
+TEST_CASE("Kafka-only: commits that move but fall further behind are really behind", "[analysis]") {
   World world;
   world.committed["g"] = 1000;
   const auto seen = world.Run(60, "g", "", [&](int) {
@@ -206,7 +206,8 @@ TEST_CASE("Kafka-only: commits that move but fall further behind are really behi
   CHECK_FALSE(seen.contains(Cause::kStalled));
 }
 
-TEST_CASE("Kafka-only: a committed offset that goes back is rewinding, then healthy again") {
+TEST_CASE("Kafka-only: a committed offset that goes back is rewinding, then healthy again",
+          "[analysis]") {
   World world;
   world.committed["g"] = 1000;
   world.Run(10, "g", "", [](int) {});
@@ -218,7 +219,8 @@ TEST_CASE("Kafka-only: a committed offset that goes back is rewinding, then heal
   CHECK(World::CauseOf(*world.last_, "g") == Cause::kHealthy);
 }
 
-TEST_CASE("Kafka-only: offsets of a group without members that near retention are expiring") {
+TEST_CASE("Kafka-only: offsets of a group without members that near retention are expiring",
+          "[analysis]") {
   World world;
   world.retention_seconds = 60;
   world.committed["g"] = 1000;
@@ -231,7 +233,8 @@ TEST_CASE("Kafka-only: offsets of a group without members that near retention ar
   CHECK(*group.offsets_expiry_seconds == Approx(60 - 49));
 }
 
-TEST_CASE("a Flink job whose checkpoints commit every 10 s: sawtooth, long_checkpoint_interval") {
+TEST_CASE("a Flink job whose checkpoints commit every 10 s: sawtooth, long_checkpoint_interval",
+          "[analysis]") {
   World world;
   world.with_job = true;
   world.interval_ms = 10'000;
@@ -259,7 +262,8 @@ TEST_CASE("a Flink job whose checkpoints commit every 10 s: sawtooth, long_check
   CHECK_FALSE(seen.contains(Cause::kCheckpointsFailing));
 }
 
-TEST_CASE("a Flink job whose commits fail while checkpoints complete: commits_failing") {
+TEST_CASE("a Flink job whose commits fail while checkpoints complete: commits_failing",
+          "[analysis]") {
   World world;
   world.with_job = true;
   world.committed["enrich"] = 1000;
@@ -289,7 +293,7 @@ TEST_CASE("a Flink job whose commits fail while checkpoints complete: commits_fa
   CHECK(*source.commit_failure_ratio > 0.5);
 }
 
-TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing") {
+TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing", "[analysis]") {
   World world;
   world.with_job = true;
   world.committed["enrich"] = 1000;
@@ -304,7 +308,8 @@ TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing") 
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kCheckpointsFailing);
 }
 
-TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll that saw it") {
+TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll that saw it",
+          "[analysis]") {
   // CI: every process on the machine stood still for 12 s. Kafka polls resumed first, twice in
   // 0.2 s, against the Flink snapshot from before the stall.
   World world;
@@ -340,7 +345,8 @@ TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll
   CHECK(seen.contains(Cause::kCheckpointsFailing));
 }
 
-TEST_CASE("a slow Flink REST API: the checkpoint is judged as of when the poll asked") {
+TEST_CASE("a slow Flink REST API: the checkpoint is judged as of when the poll asked",
+          "[analysis]") {
   // A loaded JobManager: a Flink poll takes 9 s, so its snapshot is up to 18 s old at a Kafka
   // poll, while the job checkpoints every second.
   World world;
@@ -406,7 +412,8 @@ World HealthyJob() {
 
 }  // namespace
 
-TEST_CASE("routine: a task failure restarts from the last checkpoint and catches up") {
+TEST_CASE("routine: a task failure restarts from the last checkpoint and catches up",
+          "[analysis]") {
   World world = HealthyJob();
   CHECK(world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); }) ==
         std::set<Cause>{Cause::kHealthy});
@@ -434,8 +441,8 @@ TEST_CASE("routine: a task failure restarts from the last checkpoint and catches
   CHECK(*source.commit_failure_ratio == 0);  // the counter reset is no failure
 }
 
-TEST_CASE(
-    "routine: restore from an older savepoint is restored_from_old_position until caught up") {
+TEST_CASE("routine: restore from an older savepoint is restored_from_old_position until caught up",
+          "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   // Redeployed as a new job from a savepoint 3000 records older than the group's offsets.
@@ -464,7 +471,7 @@ TEST_CASE(
   CHECK(World::CauseOf(*world.last_, "enrich", "job-2") == Cause::kHealthy);
 }
 
-TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout") {
+TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout", "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   world.job_present = false;  // stopped with a savepoint, 20 s until the new job runs
@@ -482,7 +489,7 @@ TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout") {
   CHECK(seen == std::set<Cause>{Cause::kHealthy});
 }
 
-TEST_CASE("routine: a fresh start from earliest on an existing group is a replay") {
+TEST_CASE("routine: a fresh start from earliest on an existing group is a replay", "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   world.job_id = "job-2";
@@ -498,7 +505,8 @@ TEST_CASE("routine: a fresh start from earliest on an existing group is a replay
   CHECK_FALSE(seen.contains(Cause::kRestoredFromOldPosition));
 }
 
-TEST_CASE("routine: a Flink poll that fails, or a job missing from one poll, changes nothing") {
+TEST_CASE("routine: a Flink poll that fails, or a job missing from one poll, changes nothing",
+          "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   const auto* before = World::FindingOf(*world.last_, "enrich", "job-1");
@@ -519,7 +527,7 @@ TEST_CASE("routine: a Flink poll that fails, or a job missing from one poll, cha
   CHECK(after->since == since);  // the verdict's age survived the blips
 }
 
-TEST_CASE("lifecycle: a job restarting again and again is a restart_loop") {
+TEST_CASE("lifecycle: a job restarting again and again is a restart_loop", "[analysis]") {
   World world = HealthyJob();
   world.Run(40, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   const auto seen = world.Run(30, "enrich", "job-1", [&](int s) {
@@ -531,7 +539,7 @@ TEST_CASE("lifecycle: a job restarting again and again is a restart_loop") {
   CHECK_FALSE(seen.contains(Cause::kCheckpointsFailing));
 }
 
-TEST_CASE("lifecycle: a job that vanished while its group falls behind is job_gone") {
+TEST_CASE("lifecycle: a job that vanished while its group falls behind is job_gone", "[analysis]") {
   World world = HealthyJob();
   world.Run(40, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   world.job_present = false;
@@ -541,7 +549,7 @@ TEST_CASE("lifecycle: a job that vanished while its group falls behind is job_go
   CHECK_FALSE(World::CauseOf(*world.last_, "enrich").has_value());  // not judged Kafka-only yet
 }
 
-TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves") {
+TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves", "[analysis]") {
   World world = HealthyJob();
   world.fetch_interval_ms = 10'000;  // Flink's default
   std::int64_t shown_max = 0;
@@ -573,7 +581,8 @@ TEST_CASE("Flink-side lag accounts for the age of the metric values Flink serves
 }
 
 TEST_CASE(
-    "routine: a restore whose reader reports late and whose commits trail is not offsets_missing") {
+    "routine: a restore whose reader reports late and whose commits trail is not offsets_missing",
+    "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
   // A burst of 3000 records, read and committed: the window's input rate is now high, so the
@@ -623,7 +632,8 @@ TEST_CASE(
   CHECK_FALSE(seen.contains(Cause::kOffsetsMissing));
 }
 
-TEST_CASE("Flink-side lag of a stalled job reaches the whole backlog within one metric refresh") {
+TEST_CASE("Flink-side lag of a stalled job reaches the whole backlog within one metric refresh",
+          "[analysis]") {
   World world = HealthyJob();
   world.fetch_interval_ms = 10'000;
   world.Run(30, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
@@ -638,8 +648,8 @@ TEST_CASE("Flink-side lag of a stalled job reaches the whole backlog within one 
   CHECK(shown == 20'000);
 }
 
-TEST_CASE(
-    "a job that commits more often than Flink refreshes its metrics is paired with its group") {
+TEST_CASE("a job that commits more often than Flink refreshes its metrics is paired with its group",
+          "[analysis]") {
   // Checkpoints (and commits) every 2 s; the JobManager refreshes the reader's gauges every
   // 10 s. At every poll the group holds offsets newer than the job's position as Flink serves
   // it, so only the group's recent past shows the job's committedOffset.
@@ -674,7 +684,8 @@ TEST_CASE(
   CHECK(World::FindingOf(*world.last_, "another-reader", "job-1") == nullptr);
 }
 
-TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flink reports") {
+TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flink reports",
+          "[analysis]") {
   // Commits every 2 s (at even seconds), the JobManager's refresh every 10 s (at 3 past),
   // Kafka and Flink polled every 15 s: no poll sees the group hold the job's committedOffset,
   // now or before. The group's offsets passed through it between two polls, and no other group's
@@ -720,7 +731,8 @@ TEST_CASE("a job is paired at a 15 s Kafka poll that never sees the offsets Flin
   }
 }
 
-TEST_CASE("a new job is paired at its reader's first report, not a metric refresh later") {
+TEST_CASE("a new job is paired at its reader's first report, not a metric refresh later",
+          "[analysis]") {
   // Until the JobManager's first metric refresh the reader reports no partitions, so lagsight
   // does not know the job's topic yet; the group's earlier offsets must be known anyway.
   World world;
@@ -774,7 +786,8 @@ void RecordLateness(const World& world, JobLateness& out) {
   out.pair_catch_up.push_back(finding != nullptr ? finding->catch_up_seconds : std::nullopt);
 }
 
-TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without a sawtooth") {
+TEST_CASE("Flink-side lag in seconds: the age of the job's next record, without a sawtooth",
+          "[analysis]") {
   World world = HealthyJob();
   world.now = 1'700'000'000;  // record timestamps are checked against plausible write times
   world.job_start = world.now - 600;
@@ -892,7 +905,8 @@ World JobWithoutGroup() {
 
 }  // namespace
 
-TEST_CASE("commit modes: a job behind without a group is offsets_missing unless stated external") {
+TEST_CASE("commit modes: a job behind without a group is offsets_missing unless stated external",
+          "[analysis]") {
   World unstated = JobWithoutGroup();
   CHECK(RunJobWithoutGroup(unstated, 90, 30).contains(Cause::kOffsetsMissing));
 

@@ -42,7 +42,7 @@ fs::path WriteFile(const fs::path& path, std::size_t bytes, char fill = 'x') {
 
 }  // namespace
 
-TEST_CASE("a regular file is read whole, up to and including the limit") {
+TEST_CASE("a regular file is read whole, up to and including the limit", "[common]") {
   TempDir dir;
   CHECK(*ReadBoundedFile(WriteFile(dir.path() / "empty", 0), 10) == "");
   CHECK(*ReadBoundedFile(WriteFile(dir.path() / "ten", 10, 'a'), 10) == "aaaaaaaaaa");
@@ -51,7 +51,7 @@ TEST_CASE("a regular file is read whole, up to and including the limit") {
   CHECK(over.error().message == "larger than 10 bytes, the most lagsight reads");
 }
 
-TEST_CASE("devices, FIFOs and directories are refused without reading or blocking") {
+TEST_CASE("devices, FIFOs and directories are refused without reading or blocking", "[common]") {
   const auto zero = ReadBoundedFile("/dev/zero", kMaxSecretFileBytes);
   REQUIRE_FALSE(zero.ok());
   CHECK(zero.error().message == "not a regular file (it is a character device)");
@@ -72,7 +72,7 @@ TEST_CASE("devices, FIFOs and directories are refused without reading or blockin
   CHECK(absent.error().message == "No such file or directory");
 }
 
-TEST_CASE("files opened by name elsewhere are checked without being opened") {
+TEST_CASE("files opened by name elsewhere are checked without being opened", "[common]") {
   using lagsight::DescribeIfNotRegularFile;
   TempDir dir;
   const fs::path fifo = dir.path() / "fifo";
@@ -83,7 +83,8 @@ TEST_CASE("files opened by name elsewhere are checked without being opened") {
   CHECK_FALSE(DescribeIfNotRegularFile(dir.path() / "absent").has_value());  // the library's to say
 }
 
-TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize files") {
+TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize files",
+          "[common]") {
   const auto config = lagsight::config::ReadConfigFile("/dev/zero");
   REQUIRE_FALSE(config.ok());
   CHECK(config.error().message ==
@@ -112,7 +113,7 @@ TEST_CASE("the configuration and web configuration refuse /dev/zero and oversize
             "most lagsight reads");
 }
 
-TEST_CASE("a password_file over 1 MiB is a config error naming the key") {
+TEST_CASE("a password_file over 1 MiB is a config error naming the key", "[common]") {
   TempDir dir;
   const fs::path secret = WriteFile(dir.path() / "password", kMaxSecretFileBytes + 1);
   const std::string yaml =

@@ -17,8 +17,8 @@ flink::FlinkJob JobCheckpointingEvery(double interval_ms, std::int64_t latest_co
 
 }  // namespace
 
-TEST_CASE(
-    "a checkpoint's age is taken as of the poll's start, and its ratio against the interval") {
+TEST_CASE("a checkpoint's age is taken as of the poll's start, and its ratio against the interval",
+          "[analysis]") {
   const auto age =
       analysis::CheckpointAgeOf(JobCheckpointingEvery(10'000, 1'000'000'000), 1'000'030);
   REQUIRE(age);
@@ -29,7 +29,7 @@ TEST_CASE(
   CHECK(*age->ratio == Approx(3));
 }
 
-TEST_CASE("a checkpoint newer than the poll's start is 0 s old, never negative") {
+TEST_CASE("a checkpoint newer than the poll's start is 0 s old, never negative", "[analysis]") {
   // Flink answered after the poll began, with a checkpoint that completed in between.
   const auto age =
       analysis::CheckpointAgeOf(JobCheckpointingEvery(1'000, 1'000'000'500), 1'000'000);
@@ -37,7 +37,7 @@ TEST_CASE("a checkpoint newer than the poll's start is 0 s old, never negative")
   CHECK(age->age_seconds == 0);
 }
 
-TEST_CASE("without periodic checkpoints there is an age (savepoints) but no ratio") {
+TEST_CASE("without periodic checkpoints there is an age (savepoints) but no ratio", "[analysis]") {
   // Flink reports Long.MAX_VALUE as the interval when periodic checkpointing is off.
   auto job = JobCheckpointingEvery(9.223372036854776e18, 1'000'000'000);
   auto age = analysis::CheckpointAgeOf(job, 1'000'100);
@@ -52,7 +52,8 @@ TEST_CASE("without periodic checkpoints there is an age (savepoints) but no rati
   CHECK_FALSE(analysis::CheckpointAgeOf(job, 1'000'100)->ratio);
 }
 
-TEST_CASE("no age without a completed checkpoint, with checkpointing off, or unreported stats") {
+TEST_CASE("no age without a completed checkpoint, with checkpointing off, or unreported stats",
+          "[analysis]") {
   auto job = JobCheckpointingEvery(1'000, 1'000'000'000);
   job.checkpoints.latest_completed_timestamp_ms.reset();
   CHECK_FALSE(analysis::CheckpointAgeOf(job, 1'000'100));
@@ -66,7 +67,7 @@ TEST_CASE("no age without a completed checkpoint, with checkpointing off, or unr
   CHECK_FALSE(analysis::CheckpointAgeOf(job, 1'000'100));
 }
 
-TEST_CASE("the ages of a snapshot are keyed by job id, only for jobs that have one") {
+TEST_CASE("the ages of a snapshot are keyed by job id, only for jobs that have one", "[analysis]") {
   flink::FlinkSnapshot snapshot;
   snapshot.jobs.push_back(JobCheckpointingEvery(1'000, 1'000'000'000));
   auto without = JobCheckpointingEvery(1'000, 0);

@@ -94,7 +94,7 @@ void ScriptLaggingGroups(FakeKafkaAdmin& admin) {
 
 }  // namespace
 
-TEST_CASE("filters apply before anything is fetched") {
+TEST_CASE("filters apply before anything is fetched", "[kafka]") {
   Fixture f;
   f.config.groups = *NameFilter::Create({}, {"console-consumer-.*"});
   f.config.topics = *NameFilter::Create({}, {"__.*"});
@@ -114,7 +114,8 @@ TEST_CASE("filters apply before anything is fetched") {
   CHECK(snapshot->groups[0].committed.size() == 1);  // app's __internal commit dropped
 }
 
-TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cannot describe") {
+TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cannot describe",
+          "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -132,7 +133,7 @@ TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cann
   CHECK(snapshot->partial_errors.empty());  // not-found is a kind, not an error
 }
 
-TEST_CASE("a cluster that cannot list its groups fails the poll") {
+TEST_CASE("a cluster that cannot list its groups fails the poll", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -142,7 +143,7 @@ TEST_CASE("a cluster that cannot list its groups fails the poll") {
   CHECK(snapshot.error().message == "listing consumer groups: Local: Broker transport failure");
 }
 
-TEST_CASE("no log-end offsets fails the poll: there is no lag to report") {
+TEST_CASE("no log-end offsets fails the poll: there is no lag to report", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -150,7 +151,7 @@ TEST_CASE("no log-end offsets fails the poll: there is no lag to report") {
   CHECK_FALSE(collector.Poll().ok());
 }
 
-TEST_CASE("one group's or partition's failure is partial, the rest is reported") {
+TEST_CASE("one group's or partition's failure is partial, the rest is reported", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -169,7 +170,7 @@ TEST_CASE("one group's or partition's failure is partial, the rest is reported")
   CHECK(*snapshot->partitions.at({"orders", 0}).log_end == 10);
 }
 
-TEST_CASE("a topic that members are assigned but metadata hides is a partial error") {
+TEST_CASE("a topic that members are assigned but metadata hides is a partial error", "[kafka]") {
   Fixture f;
   f.config.topics = *NameFilter::Create({}, {"__.*"});
   Collector collector = f.Make();
@@ -189,7 +190,7 @@ TEST_CASE("a topic that members are assigned but metadata hides is a partial err
   CHECK(snapshot->groups[0].committed.size() == 1);  // what is visible is still reported
 }
 
-TEST_CASE("partitions of a consumed topic without commits are still read") {
+TEST_CASE("partitions of a consumed topic without commits are still read", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -199,7 +200,8 @@ TEST_CASE("partitions of a consumed topic without commits are still read") {
   CHECK(snapshot->partitions.contains({"orders", 1}));
 }
 
-TEST_CASE("record timestamps: lagging positions, deduplicated, largest lag first, within budget") {
+TEST_CASE("record timestamps: lagging positions, deduplicated, largest lag first, within budget",
+          "[kafka]") {
   Fixture f;
   f.config.lag_seconds_fetch_budget = 2;
   Collector collector = f.Make();
@@ -217,7 +219,8 @@ TEST_CASE("record timestamps: lagging positions, deduplicated, largest lag first
   CHECK(snapshot->partial_errors.empty());
 }
 
-TEST_CASE("record timestamps: cached positions are reused, and dropped once no group waits there") {
+TEST_CASE("record timestamps: cached positions are reused, and dropped once no group waits there",
+          "[kafka]") {
   Fixture f;
   f.config.lag_seconds_fetch_budget = 2;
   Collector collector = f.Make();
@@ -250,7 +253,7 @@ TEST_CASE("record timestamps: cached positions are reused, and dropped once no g
   CHECK(moved->record_timestamp_fetches_total == 4);
 }
 
-TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried again") {
+TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried again", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   ScriptLaggingGroups(*f.admin);
@@ -270,7 +273,7 @@ TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried a
   CHECK(second->partial_errors.empty());
 }
 
-TEST_CASE("record timestamps: a budget of 0 reads none") {
+TEST_CASE("record timestamps: a budget of 0 reads none", "[kafka]") {
   Fixture f;
   f.config.lag_seconds_fetch_budget = 0;
   Collector collector = f.Make();
@@ -282,7 +285,7 @@ TEST_CASE("record timestamps: a budget of 0 reads none") {
   CHECK(snapshot->record_timestamp_fetches_total == 0);
 }
 
-TEST_CASE("offsets retention: minutes read from the broker, carried across polls") {
+TEST_CASE("offsets retention: minutes read from the broker, carried across polls", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -297,7 +300,7 @@ TEST_CASE("offsets retention: minutes read from the broker, carried across polls
   CHECK(f.admin->broker_configs_asked == std::vector<std::string>{"offsets.retention.minutes"});
 }
 
-TEST_CASE("offsets retention: re-read once kRetentionRefresh has passed, not before") {
+TEST_CASE("offsets retention: re-read once kRetentionRefresh has passed, not before", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -315,7 +318,7 @@ TEST_CASE("offsets retention: re-read once kRetentionRefresh has passed, not bef
   CHECK(f.admin->broker_configs_asked.size() == 2);
 }
 
-TEST_CASE("offsets retention: a failed read is partial and retried at the next poll") {
+TEST_CASE("offsets retention: a failed read is partial and retried at the next poll", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();
@@ -343,7 +346,7 @@ TEST_CASE("offsets retention: a failed read is partial and retried at the next p
   CHECK(f.admin->broker_configs_asked.size() == 3);
 }
 
-TEST_CASE("bootstraps: one address is answered by the main client") {
+TEST_CASE("bootstraps: one address is answered by the main client", "[kafka]") {
   Fixture f;
   f.config.topics = *NameFilter::Create({}, {"__.*"});
   Collector collector = f.Make();
@@ -361,7 +364,7 @@ TEST_CASE("bootstraps: one address is answered by the main client") {
   CHECK_FALSE(ClusterMismatch(*snapshot));
 }
 
-TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared") {
+TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared", "[kafka]") {
   Fixture f;
   f.config.bootstrap_servers = {"a:9092", "b:9092", "c:9092"};
   f.config.topics = *NameFilter::Create({}, {"__.*"});
@@ -404,7 +407,8 @@ TEST_CASE("bootstraps: several addresses are each asked, filtered, and compared"
         "bootstrap_servers");
 }
 
-TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside the groups'") {
+TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside the groups'",
+          "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.admin->listings = {{"g", "empty", true}};
@@ -445,7 +449,7 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
         std::map<RecordKey, std::int64_t>{{{{"a.b", 0}, 10}, 1000}, {{{"a.b", 0}, 41}, 4001}});
 }
 
-TEST_CASE("collision-unified topic names are the names Flink's metric ids use") {
+TEST_CASE("collision-unified topic names are the names Flink's metric ids use", "[kafka]") {
   // The Flink jobs' reads reach the collector under the names Flink gives topics; the two rules
   // must stay one.
   for (const std::string topic : {"orders", "orders.v2", "a.b_c..d", "", "."}) {

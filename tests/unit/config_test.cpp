@@ -33,11 +33,11 @@ lagsight::Result<Config> ParseTestFile(const std::string& relative) {
 
 }  // namespace
 
-TEST_CASE("every bad config fails with the exact message in its .error file") {
+TEST_CASE("every bad config fails with the exact message in its .error file", "[config]") {
   CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 49);
 }
 
-TEST_CASE("a minimal config gets the documented defaults") {
+TEST_CASE("a minimal config gets the documented defaults", "[config]") {
   const auto parsed = ParseTestFile("good/minimal.yaml");
   REQUIRE(parsed.ok());
   REQUIRE(parsed->kafka.size() == 1);
@@ -52,7 +52,7 @@ TEST_CASE("a minimal config gets the documented defaults") {
   CHECK(cluster.topics.Accepts("__consumer_offsets"));
 }
 
-TEST_CASE("a full config carries every value, with environment variables expanded") {
+TEST_CASE("a full config carries every value, with environment variables expanded", "[config]") {
   const auto parsed = ParseTestFile("good/full.yaml");
   REQUIRE(parsed.ok());
   REQUIRE(parsed->kafka.size() == 2);
@@ -86,7 +86,7 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(targets[2].target == std::chrono::hours(1));
 }
 
-TEST_CASE("the diagnosis section has defaults") {
+TEST_CASE("the diagnosis section has defaults", "[config]") {
   const auto parsed = ParseTestFile("good/minimal.yaml");
   REQUIRE(parsed.ok());
   CHECK(parsed->diagnosis.window == std::chrono::minutes(5));
@@ -95,7 +95,7 @@ TEST_CASE("the diagnosis section has defaults") {
   CHECK(parsed->diagnosis.expiry_warning_ratio == 0.25);
 }
 
-TEST_CASE("the shipped example config is valid") {
+TEST_CASE("the shipped example config is valid", "[config]") {
   const fs::path example = fs::path(LAGSIGHT_TEST_DATA) / "../../../config/lagsight.example.yaml";
   const auto parsed = ParseConfig(ReadText(example), "lagsight.example.yaml",
                                   [](const std::string&) { return std::string("from-env"); });
@@ -105,7 +105,7 @@ TEST_CASE("the shipped example config is valid") {
   CHECK(parsed->kafka[0].properties.at("sasl.password") == "from-env");
 }
 
-TEST_CASE("configs compare equal exactly when they say the same") {
+TEST_CASE("configs compare equal exactly when they say the same", "[config]") {
   const auto a = ParseTestFile("good/full.yaml");
   const auto b = ParseTestFile("good/full.yaml");
   const auto c = ParseTestFile("good/minimal.yaml");
@@ -116,7 +116,8 @@ TEST_CASE("configs compare equal exactly when they say the same") {
 
 // std::regex recursed once per character of the name: a 32,000-character consumer group id
 // overflowed the stack on every poll. RE2 matches in linear time without recursion.
-TEST_CASE("names of 100,000 characters are matched safely against the example config's filters") {
+TEST_CASE("names of 100,000 characters are matched safely against the example config's filters",
+          "[config]") {
   const fs::path example = fs::path(LAGSIGHT_TEST_DATA) / "../../../config/lagsight.example.yaml";
   const auto parsed = ParseConfig(ReadText(example), "lagsight.example.yaml",
                                   [](const std::string&) { return std::string("from-env"); });
@@ -134,13 +135,14 @@ TEST_CASE("names of 100,000 characters are matched safely against the example co
   CHECK(flink.groups[0].job.FullMatch("orders-enrichment"));
 }
 
-TEST_CASE("a default-constructed pattern (a lateness target built by hand) matches nothing") {
+TEST_CASE("a default-constructed pattern (a lateness target built by hand) matches nothing",
+          "[config]") {
   const lagsight::config::LatenessTarget target;
   CHECK_FALSE(target.pattern.FullMatch("orders-enrichment"));
   CHECK_FALSE(target.pattern.FullMatch(""));
 }
 
-TEST_CASE("position stores: both layouts, URL parts, auth and templates") {
+TEST_CASE("position stores: both layouts, URL parts, auth and templates", "[config]") {
   const auto parsed = ParseTestFile("good/positions.yaml");
   REQUIRE(parsed.ok());
   REQUIRE(parsed->positions.size() == 2);

@@ -22,7 +22,7 @@ LogEndHistory History(std::initializer_list<LogEndSample> samples) {
 
 }  // namespace
 
-TEST_CASE("a thinning series keeps its capacity and reaches ever further back") {
+TEST_CASE("a thinning series keeps its capacity and reaches ever further back", "[analysis]") {
   ThinningSeries<LogEndSample> series(8);
   for (int i = 0; i < 100; ++i) series.Add({static_cast<double>(i), i});
   CHECK(series.size() <= 8);
@@ -43,7 +43,8 @@ lagsight::kafka::RecordTimestamp CreateTime(double seconds) {
   return {static_cast<std::int64_t>(seconds * 1000), false};
 }
 
-TEST_CASE("lag seconds: caught up, record timestamp, interpolation, lower bound, nothing") {
+TEST_CASE("lag seconds: caught up, record timestamp, interpolation, lower bound, nothing",
+          "[analysis]") {
   const auto history = History({{kT, 100}, {kT + 10, 200}, {kT + 20, 300}});
   SECTION("no lag is zero seconds, whatever else is known") {
     const auto lag = ComputeLagSeconds(300, 0, std::nullopt, history, kT + 30);
@@ -81,7 +82,8 @@ TEST_CASE("lag seconds: caught up, record timestamp, interpolation, lower bound,
   }
 }
 
-TEST_CASE("lag seconds: a CreateTime that cannot be when the record was written is not used") {
+TEST_CASE("lag seconds: a CreateTime that cannot be when the record was written is not used",
+          "[analysis]") {
   // Offset 149 was written between kT and kT + 10 (log end 100 -> 200).
   const auto history = History({{kT, 100}, {kT + 10, 200}, {kT + 20, 300}});
   const double now = kT + 30;
@@ -130,7 +132,7 @@ TEST_CASE("lag seconds: a CreateTime that cannot be when the record was written 
   }
 }
 
-TEST_CASE("catch-up time: from the backlog's pace over the window") {
+TEST_CASE("catch-up time: from the backlog's pace over the window", "[analysis]") {
   struct Point {
     double time = 0;
     std::int64_t lag = 0;
@@ -168,7 +170,8 @@ TEST_CASE("catch-up time: from the backlog's pace over the window") {
   }
 }
 
-TEST_CASE("the sawtooth: regular commits that drop the lag, with their period and amplitude") {
+TEST_CASE("the sawtooth: regular commits that drop the lag, with their period and amplitude",
+          "[analysis]") {
   std::vector<CommitEvent> commits;
   // Commits every ~10 s seen by 1 s polls: 10, 21, 30, 41, 50.
   for (double time : {10.0, 21.0, 30.0, 41.0, 50.0}) commits.push_back({time, 1000, 50});
@@ -197,7 +200,8 @@ TEST_CASE("the sawtooth: regular commits that drop the lag, with their period an
   }
 }
 
-TEST_CASE("a verdict changes only after confirm_polls consecutive raw verdicts, the first too") {
+TEST_CASE("a verdict changes only after confirm_polls consecutive raw verdicts, the first too",
+          "[analysis]") {
   Verdict verdict;
   CHECK_FALSE(verdict.Update(Cause::kHealthy, 0, 2));
   CHECK_FALSE(verdict.active());  // one poll never pages on its own
@@ -212,7 +216,8 @@ TEST_CASE("a verdict changes only after confirm_polls consecutive raw verdicts, 
   CHECK(verdict.since() == 5);
 }
 
-TEST_CASE("precedence: mixed clusters, then the job's lifecycle, then late data, then commits") {
+TEST_CASE("precedence: mixed clusters, then the job's lifecycle, then late data, then commits",
+          "[analysis]") {
   Evidence evidence;
   CHECK(Winner(evidence, PairPrecedence()) == Cause::kHealthy);
   evidence.Add(Cause::kLongCheckpointInterval);
@@ -243,7 +248,8 @@ TEST_CASE("precedence: mixed clusters, then the job's lifecycle, then late data,
   CHECK(std::string(CauseName(Cause::kRestoredFromOldPosition)) == "restored_from_old_position");
 }
 
-TEST_CASE("a lag matters in records and, with the input rate known, in seconds of input") {
+TEST_CASE("a lag matters in records and, with the input rate known, in seconds of input",
+          "[analysis]") {
   config::DiagnosisConfig config;  // 1000 records, 30 s
   CHECK_FALSE(LagMatters(999, std::nullopt, config));
   CHECK(LagMatters(1000, std::nullopt, config));
@@ -252,7 +258,8 @@ TEST_CASE("a lag matters in records and, with the input rate known, in seconds o
   CHECK(LagMatters(3'000'000, 100'000.0, config));   // 30 s
 }
 
-TEST_CASE("stalled is measured against the group's own commit period, with the window as floor") {
+TEST_CASE("stalled is measured against the group's own commit period, with the window as floor",
+          "[analysis]") {
   config::DiagnosisConfig config;
   config.window = std::chrono::minutes(5);
   CHECK(StalledAfterSeconds(std::nullopt, config) == 900);  // not seen committing twice yet
@@ -260,7 +267,7 @@ TEST_CASE("stalled is measured against the group's own commit period, with the w
   CHECK(StalledAfterSeconds(600.0, config) == 1800);  // a 10-minute committer
 }
 
-TEST_CASE("pair rules: restores, replays and sharing are told apart") {
+TEST_CASE("pair rules: restores, replays and sharing are told apart", "[analysis]") {
   config::DiagnosisConfig config;
   PairFacts facts;
   facts.flink_lag = 5000;
@@ -287,7 +294,8 @@ TEST_CASE("pair rules: restores, replays and sharing are told apart") {
   CHECK(Winner(PairEvidenceFrom(facts, config), PairPrecedence()) == Cause::kSharedGroupId);
 }
 
-TEST_CASE("pair rules: a source that commits nothing by design is a fact, not offsets_missing") {
+TEST_CASE("pair rules: a source that commits nothing by design is a fact, not offsets_missing",
+          "[analysis]") {
   config::DiagnosisConfig config;
   PairFacts facts;
   facts.job_age_seconds = 600;
@@ -304,7 +312,7 @@ TEST_CASE("pair rules: a source that commits nothing by design is a fact, not of
   CHECK_FALSE(PairEvidenceFrom(facts, config).Has(Cause::kOffsetsMissing));
 }
 
-TEST_CASE("pair rules: min-pause widens the gap a checkpoint may have") {
+TEST_CASE("pair rules: min-pause widens the gap a checkpoint may have", "[analysis]") {
   config::DiagnosisConfig config;
   PairFacts facts;
   facts.job_age_seconds = 600;
@@ -318,7 +326,7 @@ TEST_CASE("pair rules: min-pause widens the gap a checkpoint may have") {
   CHECK_FALSE(PairEvidenceFrom(facts, config).Has(Cause::kCheckpointsFailing));
 }
 
-TEST_CASE("pair rules: the job's lifecycle") {
+TEST_CASE("pair rules: the job's lifecycle", "[analysis]") {
   config::DiagnosisConfig config;
   PairFacts facts;
   facts.lifecycle = JobLifecycle::kNotRunning;

@@ -80,7 +80,7 @@ std::string ReadText(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("the exposition matches the golden file") {
+TEST_CASE("the exposition matches the golden file", "[metrics]") {
   const kafka::KafkaSnapshot snapshot = SampleSnapshot();
   metrics::PollStatus status{true, 0.25, 1700000100.0, 12, 1};
   const std::string text = Render(status, &snapshot);
@@ -91,7 +91,7 @@ TEST_CASE("the exposition matches the golden file") {
   CHECK(text == ReadText(golden));
 }
 
-TEST_CASE("a failed poll serves health series only, no stale lag") {
+TEST_CASE("a failed poll serves health series only, no stale lag", "[metrics]") {
   metrics::PollStatus status{false, 10.0, 1700000100.0, 13, 2};
   const std::string text = Render(status, nullptr);
   CHECK(text.find("lagsight_kafka_up{kafka_cluster=\"prod\"} 0") != std::string::npos);
@@ -102,7 +102,7 @@ TEST_CASE("a failed poll serves health series only, no stale lag") {
   CHECK(text.find("lagsight_kafka_partition_") == std::string::npos);
 }
 
-TEST_CASE("a cluster never polled successfully has no last-poll timestamp") {
+TEST_CASE("a cluster never polled successfully has no last-poll timestamp", "[metrics]") {
   metrics::PollStatus status{false, 10.0, std::nullopt, 1, 1};
   CHECK(Render(status, nullptr).find("last_poll_timestamp") == std::string::npos);
 }
@@ -123,7 +123,8 @@ std::vector<std::string> SeriesOf(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("a Flink job with two sources of one name committing to one group: no duplicate series") {
+TEST_CASE("a Flink job with two sources of one name committing to one group: no duplicate series",
+          "[metrics]") {
   flink::FlinkJob job;
   job.overview = {"0a9b8c7d6e5f40312233445566778899", "enrich", "RUNNING", 0, 3, {}};
   for (const char* vertex :

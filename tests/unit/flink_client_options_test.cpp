@@ -4,7 +4,7 @@
 
 using namespace lagsight;
 
-TEST_CASE("Base64 pads as RFC 4648 says") {
+TEST_CASE("Base64 pads as RFC 4648 says", "[flink]") {
   CHECK(flink::Base64("") == "");
   CHECK(flink::Base64("f") == "Zg==");
   CHECK(flink::Base64("fo") == "Zm8=");
@@ -15,7 +15,8 @@ TEST_CASE("Base64 pads as RFC 4648 says") {
   CHECK(flink::Base64(std::string("\xff\x00\xfe", 3)) == "/wD+");
 }
 
-TEST_CASE("the Flink client takes its settings and credentials from the cluster's configuration") {
+TEST_CASE("the Flink client takes its settings and credentials from the cluster's configuration",
+          "[flink]") {
   config::FlinkClusterConfig cluster;
   cluster.rest_url = "https://jm:8081/prefix";
   cluster.request_timeout = std::chrono::milliseconds(2500);

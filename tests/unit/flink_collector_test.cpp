@@ -106,7 +106,7 @@ bool AnyContains(const std::vector<std::string>& texts, std::string_view part) {
 
 }  // namespace
 
-TEST_CASE("job and vertex ids that are not Flink ids never reach a request path") {
+TEST_CASE("job and vertex ids that are not Flink ids never reach a request path", "[flink]") {
   auto http = std::make_unique<FakeHttp>();
   FakeHttp& fake = *http;
   const std::vector<std::string> hostile = {"../../jobmanager/config",
@@ -147,7 +147,7 @@ TEST_CASE("job and vertex ids that are not Flink ids never reach a request path"
   }
 }
 
-TEST_CASE("metric ids are percent-encoded in ?get= and ids with ',' are left out") {
+TEST_CASE("metric ids are percent-encoded in ?get= and ids with ',' are left out", "[flink]") {
   const auto batches = BatchMetricQueries(
       {"0.a b&c=d#e?f/g%h", "0.x,y", "0.KafkaSourceReader.topic.t\r\nX.partition.0.currentOffset"},
       3000);
@@ -161,7 +161,7 @@ TEST_CASE("metric ids are percent-encoded in ?get= and ids with ',' are left out
   CHECK_FALSE(IsFlinkId("0123456789abcdef0123456789abcde"));
 }
 
-TEST_CASE("non-terminal jobs that are not running are kept without source metrics") {
+TEST_CASE("non-terminal jobs that are not running are kept without source metrics", "[flink]") {
   auto http = std::make_unique<FakeHttp>();
   FakeHttp& fake = *http;
   fake.answers["/jobs/overview"] = {
@@ -208,7 +208,8 @@ TEST_CASE("non-terminal jobs that are not running are kept without source metric
   }
 }
 
-TEST_CASE("the metrics fetch interval comes from /jobmanager/config, read every 10th poll") {
+TEST_CASE("the metrics fetch interval comes from /jobmanager/config, read every 10th poll",
+          "[flink]") {
   auto http = std::make_unique<FakeHttp>();
   FakeHttp& fake = *http;
   fake.answers["/jobs/overview"] = {200, Overview({})};
@@ -229,7 +230,8 @@ TEST_CASE("the metrics fetch interval comes from /jobmanager/config, read every 
   CHECK(RunPoll(default_collector)->metrics_fetch_interval_ms == 10000);
 }
 
-TEST_CASE("a poll that overruns its deadline fails as a whole and ends at the deadline") {
+TEST_CASE("a poll that overruns its deadline fails as a whole and ends at the deadline",
+          "[flink]") {
   auto http = std::make_unique<FakeHttp>();
   FakeHttp& fake = *http;
   std::vector<std::pair<std::string, std::string>> listed;
@@ -253,7 +255,7 @@ TEST_CASE("a poll that overruns its deadline fails as a whole and ends at the de
   CHECK(took < std::chrono::milliseconds(900));
 }
 
-TEST_CASE("impossible numbers from Flink become partial errors of the poll") {
+TEST_CASE("impossible numbers from Flink become partial errors of the poll", "[flink]") {
   auto http = std::make_unique<FakeHttp>();
   FakeHttp& fake = *http;
   fake.answers["/jobs/overview"] = {200, Overview({{kRunningId, "RUNNING"}})};

@@ -91,7 +91,7 @@ std::string MessageOf(const Outcome& outcome) {
 
 }  // namespace
 
-TEST_CASE("a healthy answer within the cap comes back whole") {
+TEST_CASE("a healthy answer within the cap comes back whole", "[flink]") {
   const auto outcome = Exchange(
       [](tcp::socket& socket) -> asio::awaitable<void> {
         co_await Send(socket, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"jobs\":[]}");
@@ -102,7 +102,8 @@ TEST_CASE("a healthy answer within the cap comes back whole") {
   CHECK((*outcome.response)->body == "{\"jobs\":[]}");
 }
 
-TEST_CASE("a declared Content-Length over the cap is refused before anything is allocated") {
+TEST_CASE("a declared Content-Length over the cap is refused before anything is allocated",
+          "[flink]") {
   // 100 GB: Boost 1.74's string_body would reserve it and throw std::bad_alloc.
   const auto outcome = Exchange(
       [](tcp::socket& socket) -> asio::awaitable<void> {
@@ -117,7 +118,7 @@ TEST_CASE("a declared Content-Length over the cap is refused before anything is 
   CHECK(outcome.took < milliseconds(1000));
 }
 
-TEST_CASE("an endless chunked body is cut off at the cap") {
+TEST_CASE("an endless chunked body is cut off at the cap", "[flink]") {
   const auto outcome = Exchange(
       [](tcp::socket& socket) -> asio::awaitable<void> {
         if (!co_await Send(socket, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"))
@@ -135,7 +136,7 @@ TEST_CASE("an endless chunked body is cut off at the cap") {
   CHECK(outcome.took < milliseconds(2000));
 }
 
-TEST_CASE("a body without length read to the close is cut off at the cap") {
+TEST_CASE("a body without length read to the close is cut off at the cap", "[flink]") {
   const auto outcome = Exchange(
       [](tcp::socket& socket) -> asio::awaitable<void> {
         if (!co_await Send(socket, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")) co_return;
@@ -149,7 +150,7 @@ TEST_CASE("a body without length read to the close is cut off at the cap") {
   CHECK(MessageOf(outcome).find("bytes (max_response_bytes)") != std::string::npos);
 }
 
-TEST_CASE("a body trickling in one byte at a time ends at the deadline, not per read") {
+TEST_CASE("a body trickling in one byte at a time ends at the deadline, not per read", "[flink]") {
   const auto outcome = Exchange(
       [](tcp::socket& socket) -> asio::awaitable<void> {
         if (!co_await Send(socket, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")) co_return;
@@ -166,7 +167,7 @@ TEST_CASE("a body trickling in one byte at a time ends at the deadline, not per 
   CHECK(outcome.took < milliseconds(1200));
 }
 
-TEST_CASE("the caller's deadline ends a request before the client's own timeout") {
+TEST_CASE("the caller's deadline ends a request before the client's own timeout", "[flink]") {
   const auto outcome =
       Exchange([](tcp::socket&) -> asio::awaitable<void> { co_await Pause(milliseconds(3000)); },
                milliseconds(5000), 65536, Clock::now() + milliseconds(300));
@@ -175,7 +176,8 @@ TEST_CASE("the caller's deadline ends a request before the client's own timeout"
   CHECK(outcome.took < milliseconds(1000));
 }
 
-TEST_CASE("a request still under way when the client is destroyed releases its slot safely") {
+TEST_CASE("a request still under way when the client is destroyed releases its slot safely",
+          "[flink]") {
   // The io_context destroys suspended coroutine frames after the client is gone, as the daemon
   // does at shutdown; run under AddressSanitizer this is a use-after-free without the fix.
   asio::io_context io;
@@ -201,7 +203,8 @@ TEST_CASE("a request still under way when the client is destroyed releases its s
   owned.reset();
 }
 
-TEST_CASE("base URLs: parts read, anything else refused, a megabyte-long one in linear time") {
+TEST_CASE("base URLs: parts read, anything else refused, a megabyte-long one in linear time",
+          "[flink]") {
   boost::asio::io_context io;
   const auto create = [&](std::string url) {
     flink::HttpClientOptions options;

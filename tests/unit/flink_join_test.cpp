@@ -47,7 +47,7 @@ config::FlinkClusterConfig Config() {
 
 }  // namespace
 
-TEST_CASE("Flink-side lag and checkpoint gap per partition, with topic sums") {
+TEST_CASE("Flink-side lag and checkpoint gap per partition, with topic sums", "[analysis]") {
   const auto kafka = Kafka();
   const auto joins = analysis::JoinFlinkWithKafka(
       Config(), OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}}),
@@ -67,7 +67,8 @@ TEST_CASE("Flink-side lag and checkpoint gap per partition, with topic sums") {
   CHECK(join.topics[0].checkpoint_gap_sum == 100);
 }
 
-TEST_CASE("partitions of a topic the source reads that no subtask reads are named, with backlog") {
+TEST_CASE("partitions of a topic the source reads that no subtask reads are named, with backlog",
+          "[analysis]") {
   auto kafka = Kafka();
   // The topic gained partitions 2 and 3; the job, with partition discovery off, reads 0 and 1.
   kafka.topic_partitions["orders.v2"] = 4;
@@ -98,7 +99,7 @@ TEST_CASE("partitions of a topic the source reads that no subtask reads are name
   CHECK(unknown[0].unread.empty());
 }
 
-TEST_CASE("the group whose commits equal the job's committedOffset is matched") {
+TEST_CASE("the group whose commits equal the job's committedOffset is matched", "[analysis]") {
   const auto kafka = Kafka();
   const auto joins = analysis::JoinFlinkWithKafka(
       Config(), OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}}),
@@ -107,7 +108,8 @@ TEST_CASE("the group whose commits equal the job's committedOffset is matched") 
   CHECK(joins[0].association == "matched");
 }
 
-TEST_CASE("a group that committed again since Flink's last metric refresh still matches") {
+TEST_CASE("a group that committed again since Flink's last metric refresh still matches",
+          "[analysis]") {
   // Flink reports committedOffset 800/400 and a position 850/420 taken up to a refresh ago;
   // the job has checkpointed and committed 900/450 since. Only the group's recent past, where
   // it held 800/400 exactly, says the offsets are the job's.
@@ -139,7 +141,8 @@ TEST_CASE("a group that committed again since Flink's last metric refresh still 
   CHECK_FALSE(analysis::JoinFlinkWithKafka(Config(), job, {{"prod", &behind}}, earlier)[0].group);
 }
 
-TEST_CASE("matching by a group's past: exact beats passed-through, current beats both, ties wait") {
+TEST_CASE("matching by a group's past: exact beats passed-through, current beats both, ties wait",
+          "[analysis]") {
   using analysis::EarlierCommit;
   // The job reports committedOffset 800/400 (stale); both groups are ahead of its position now.
   auto kafka = Kafka();
@@ -177,7 +180,7 @@ TEST_CASE("matching by a group's past: exact beats passed-through, current beats
   CHECK_FALSE(current.matched_by_history);
 }
 
-TEST_CASE("two groups that fit equally are not guessed between") {
+TEST_CASE("two groups that fit equally are not guessed between", "[analysis]") {
   auto kafka = Kafka();
   kafka.groups[0].committed = kafka.groups[1].committed;
   const auto joins = analysis::JoinFlinkWithKafka(
@@ -186,7 +189,7 @@ TEST_CASE("two groups that fit equally are not guessed between") {
   CHECK_FALSE(joins[0].group.has_value());
 }
 
-TEST_CASE("a configured mapping wins over matching") {
+TEST_CASE("a configured mapping wins over matching", "[analysis]") {
   auto config = Config();
   config.groups.push_back({*config::Pattern::Compile("orders-.*"), "configured-group", "prod"});
   const auto kafka = Kafka();
@@ -196,7 +199,7 @@ TEST_CASE("a configured mapping wins over matching") {
   CHECK(joins[0].association == "configured");
 }
 
-TEST_CASE("a job without commits is associated with nothing, but its lag is known") {
+TEST_CASE("a job without commits is associated with nothing, but its lag is known", "[analysis]") {
   const auto kafka = Kafka();
   const auto joins = analysis::JoinFlinkWithKafka(
       Config(), OneJob({{{"orders_v2", 0}, {99, std::nullopt}}}), {{"prod", &kafka}});
@@ -205,7 +208,8 @@ TEST_CASE("a job without commits is associated with nothing, but its lag is know
   CHECK_FALSE(joins[0].partitions[0].checkpoint_gap.has_value());
 }
 
-TEST_CASE("an escaped topic name that fits two real topics is reported, not guessed") {
+TEST_CASE("an escaped topic name that fits two real topics is reported, not guessed",
+          "[analysis]") {
   auto kafka = Kafka();
   kafka.all_topics = {"orders.v2", "orders_v2"};
   const auto joins = analysis::JoinFlinkWithKafka(Config(), OneJob({{{"orders_v2", 0}, {9, 5}}}),
@@ -216,7 +220,7 @@ TEST_CASE("an escaped topic name that fits two real topics is reported, not gues
   CHECK(joins[0].partitions.empty());
 }
 
-TEST_CASE("a topic the Kafka cluster does not have is reported as unknown") {
+TEST_CASE("a topic the Kafka cluster does not have is reported as unknown", "[analysis]") {
   const auto kafka = Kafka();
   const auto joins =
       analysis::JoinFlinkWithKafka(Config(), OneJob({{{"gone", 0}, {9, 5}}}), {{"prod", &kafka}});
@@ -224,7 +228,8 @@ TEST_CASE("a topic the Kafka cluster does not have is reported as unknown") {
   CHECK(joins[0].unresolved[0].reason == "unknown");
 }
 
-TEST_CASE("with the Kafka cluster down, offsets are still joined but no lag is invented") {
+TEST_CASE("with the Kafka cluster down, offsets are still joined but no lag is invented",
+          "[analysis]") {
   const auto joins =
       analysis::JoinFlinkWithKafka(Config(), OneJob({{{"orders_v2", 0}, {9, 5}}}), {});
   REQUIRE(joins.size() == 1);

@@ -25,7 +25,7 @@ std::string Fixture(const std::string& version, const std::string& file) {
 
 }  // namespace
 
-TEST_CASE("recorded responses of both Flink versions parse") {
+TEST_CASE("recorded responses of both Flink versions parse", "[flink]") {
   for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
     INFO(version);
     const auto jobs = ParseJobsOverview(Fixture(version, "jobs_overview.json"));
@@ -95,7 +95,7 @@ TEST_CASE("recorded responses of both Flink versions parse") {
   }
 }
 
-TEST_CASE("a 404 'checkpointing not enabled' (older Flink) is a state, not an error") {
+TEST_CASE("a 404 'checkpointing not enabled' (older Flink) is a state, not an error", "[flink]") {
   const std::string body = R"({"errors":["Checkpointing has not been enabled."]})";
   const auto stats = ParseCheckpoints(404, body);
   REQUIRE(stats.ok());
@@ -104,7 +104,7 @@ TEST_CASE("a 404 'checkpointing not enabled' (older Flink) is a state, not an er
   CHECK_FALSE(ParseCheckpoints(500, "{}").ok());
 }
 
-TEST_CASE("garbage, truncated and wrong-typed responses are errors, never crashes") {
+TEST_CASE("garbage, truncated and wrong-typed responses are errors, never crashes", "[flink]") {
   const std::string truncated = Fixture("flink-2.x", "jobs_overview.json").substr(0, 40);
   for (const std::string& body :
        {std::string(), std::string("not json"), truncated, std::string("[1,2,3]"),
@@ -121,7 +121,7 @@ TEST_CASE("garbage, truncated and wrong-typed responses are errors, never crashe
   CHECK(jobs->front().state == "UNKNOWN");
 }
 
-TEST_CASE("metric values that are not finite numbers are left empty") {
+TEST_CASE("metric values that are not finite numbers are left empty", "[flink]") {
   const auto values = ParseMetricValues(
       R"([{"id":"a","value":"NaN"},{"id":"b","value":"-Infinity"},{"id":"c","value":"12"},)"
       R"({"id":"d","value":"1e3"},{"id":"e","value":"x"},{"id":"f"},{"value":"3"}])");
@@ -135,7 +135,7 @@ TEST_CASE("metric values that are not finite numbers are left empty") {
   CHECK(values->size() == 6);
 }
 
-TEST_CASE("source metric ids") {
+TEST_CASE("source metric ids", "[flink]") {
   const auto offset = ClassifySourceMetricId(
       "3.Source__my.source.KafkaSourceReader.topic.a_b.partition.12.committedOffset");
   REQUIRE(offset);
@@ -151,7 +151,7 @@ TEST_CASE("source metric ids") {
       ClassifySourceMetricId("0.Source__x.KafkaSourceReader.topic.t.partition.z.currentOffset"));
 }
 
-TEST_CASE("counters sum, lags max, offsets per partition, -1 means unset") {
+TEST_CASE("counters sum, lags max, offsets per partition, -1 means unset", "[flink]") {
   const SourceReader reader = CombineSourceMetrics(
       "v", "Source: s",
       {{"0.Source__s.KafkaSourceReader.commitsSucceeded", 2},
@@ -168,7 +168,8 @@ TEST_CASE("counters sum, lags max, offsets per partition, -1 means unset") {
   CHECK_FALSE(reader.pending_records.has_value());
 }
 
-TEST_CASE("Flink's -1 for an event-time lag not known yet is left out, not reported as a lag") {
+TEST_CASE("Flink's -1 for an event-time lag not known yet is left out, not reported as a lag",
+          "[flink]") {
   // currentEmitEventTimeLag is -1 until the subtask emitted a record; a source with two idle
   // subtasks and none that emitted has no emit lag at all.
   const SourceReader idle = CombineSourceMetrics("v", "Source: s",
@@ -183,7 +184,7 @@ TEST_CASE("Flink's -1 for an event-time lag not known yet is left out, not repor
   CHECK(*one.emit_event_time_lag_ms == 250);
 }
 
-TEST_CASE("each subtask's watermark lag is kept: the largest holds the watermark back") {
+TEST_CASE("each subtask's watermark lag is kept: the largest holds the watermark back", "[flink]") {
   const SourceReader reader = CombineSourceMetrics("v", "Source: s",
                                                    {{"0.Source__s.watermarkLag", 95'000},
                                                     {"1.Source__s.watermarkLag", 900},
@@ -192,7 +193,7 @@ TEST_CASE("each subtask's watermark lag is kept: the largest holds the watermark
   CHECK(reader.subtask_watermark_lag_ms == std::map<int, double>{{0, 95'000}, {1, 900}});
 }
 
-TEST_CASE("metric queries are split to keep URLs short") {
+TEST_CASE("metric queries are split to keep URLs short", "[flink]") {
   std::vector<std::string> ids(100, std::string(50, 'a'));
   const auto batches = BatchMetricQueries(ids, 1000);
   CHECK(batches.size() == 6);
@@ -200,7 +201,7 @@ TEST_CASE("metric queries are split to keep URLs short") {
   CHECK(BatchMetricQueries({"a b", "c>d"}, 1000) == std::vector<std::string>{"a%20b,c%3Ed"});
 }
 
-TEST_CASE("mutated recorded responses never crash a parser") {
+TEST_CASE("mutated recorded responses never crash a parser", "[flink]") {
   // A deterministic poor man's fuzzer: flip, drop and duplicate bytes of real responses.
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
   const auto next = [&state] {
@@ -238,7 +239,8 @@ TEST_CASE("mutated recorded responses never crash a parser") {
   CHECK(parsed_ok > 0);  // some mutations stay valid JSON; the point is that none crashed
 }
 
-TEST_CASE("impossible integers are left out and noted, never converted with undefined behaviour") {
+TEST_CASE("impossible integers are left out and noted, never converted with undefined behaviour",
+          "[flink]") {
   // 2^63 and 1e300 do not fit an int64; -5 is no count; "NaN"/"-Infinity" are not numbers.
   Anomalies anomalies;
   const auto stats = ParseCheckpoints(200, R"({
@@ -280,7 +282,7 @@ TEST_CASE("impossible integers are left out and noted, never converted with unde
   CHECK(vertex_anomalies.size() == 1);
 }
 
-TEST_CASE("impossible offsets and counters from source metrics are left out and noted") {
+TEST_CASE("impossible offsets and counters from source metrics are left out and noted", "[flink]") {
   const std::string p = "0.Source__s.KafkaSourceReader.topic.t.partition.";
   const auto values = ParseMetricValues(R"([
       {"id":")" + p + R"(0.currentOffset","value":"1e300"},
@@ -302,7 +304,7 @@ TEST_CASE("impossible offsets and counters from source metrics are left out and 
   CHECK(anomalies.size() == 4);  // 1e300, 2^63, -5 offsets and the -5 counter
 }
 
-TEST_CASE("numRestarts of a job") {
+TEST_CASE("numRestarts of a job", "[flink]") {
   CHECK(ParseNumRestarts(R"([{"id":"numRestarts","value":"4"}])").value() == 4);
   CHECK_FALSE(ParseNumRestarts("[]").value().has_value());
   Anomalies anomalies;
@@ -312,7 +314,7 @@ TEST_CASE("numRestarts of a job") {
   CHECK_FALSE(ParseNumRestarts("{").ok());
 }
 
-TEST_CASE("last-modification of the recorded overviews") {
+TEST_CASE("last-modification of the recorded overviews", "[flink]") {
   for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
     INFO(version);
     const auto jobs = ParseJobsOverview(Fixture(version, "jobs_overview.json"));
@@ -321,7 +323,7 @@ TEST_CASE("last-modification of the recorded overviews") {
   }
 }
 
-TEST_CASE("metrics.fetcher.update-interval from /jobmanager/config") {
+TEST_CASE("metrics.fetcher.update-interval from /jobmanager/config", "[flink]") {
   const auto config = [](std::string value) {
     return R"([{"key":"rest.port","value":"8081"},{"key":"metrics.fetcher.update-interval",)"
            R"("value":)" +
@@ -342,7 +344,7 @@ TEST_CASE("metrics.fetcher.update-interval from /jobmanager/config") {
   CHECK_FALSE(ParseFlinkDurationMs("10 fortnights").has_value());
 }
 
-TEST_CASE("recorded numRestarts and JobManager configuration of both Flink versions") {
+TEST_CASE("recorded numRestarts and JobManager configuration of both Flink versions", "[flink]") {
   for (const std::string& version : {std::string("flink-1.20"), std::string("flink-2.x")}) {
     INFO(version);
     const auto restarts = ParseNumRestarts(Fixture(version, "job_metrics_num_restarts.json"));

@@ -32,7 +32,7 @@ std::string Gunzip(const std::string& gzipped) {
 
 }  // namespace
 
-TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks") {
+TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks", "[http]") {
   using lagsight::http::Gzip;
   CHECK(Gunzip(Gzip("")).empty());
   CHECK(Gunzip(Gzip("lagsight_up 1\n")) == "lagsight_up 1\n");
@@ -48,7 +48,7 @@ TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks")
   CHECK(gzipped.substr(0, 2) == "\x1f\x8b");  // the gzip magic, not a zlib header
 }
 
-TEST_CASE("gzip: Accept-Encoding admits gzip when listed without q=0") {
+TEST_CASE("gzip: Accept-Encoding admits gzip when listed without q=0", "[http]") {
   using lagsight::http::AcceptsGzip;
   CHECK(AcceptsGzip("gzip"));
   CHECK(AcceptsGzip("GZIP"));

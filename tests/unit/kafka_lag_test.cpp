@@ -10,7 +10,7 @@ using lagsight::kafka::ConsumerGroup;
 using lagsight::kafka::KafkaSnapshot;
 using lagsight::kafka::PartitionOffsets;
 
-TEST_CASE("lag is log end minus committed") {
+TEST_CASE("lag is log end minus committed", "[analysis]") {
   const auto lag = ComputePartitionLag(3, 40, PartitionOffsets{10, 100});
   CHECK(lag.partition == 3);
   CHECK(*lag.committed == 40);
@@ -18,36 +18,37 @@ TEST_CASE("lag is log end minus committed") {
   CHECK(lag.position == CommitPosition::kInRange);
 }
 
-TEST_CASE("a caught-up group has zero lag") {
+TEST_CASE("a caught-up group has zero lag", "[analysis]") {
   CHECK(*ComputePartitionLag(0, 100, PartitionOffsets{0, 100}).lag == 0);
 }
 
-TEST_CASE("no committed offset gives no lag, never -1 or NaN") {
+TEST_CASE("no committed offset gives no lag, never -1 or NaN", "[analysis]") {
   const auto lag = ComputePartitionLag(0, std::nullopt, PartitionOffsets{0, 100});
   CHECK_FALSE(lag.lag.has_value());
   CHECK_FALSE(lag.committed.has_value());
   CHECK(lag.position == CommitPosition::kNoCommit);
 }
 
-TEST_CASE("a commit beyond the log end is zero lag, flagged") {
+TEST_CASE("a commit beyond the log end is zero lag, flagged", "[analysis]") {
   const auto lag = ComputePartitionLag(0, 500, PartitionOffsets{0, 100});
   CHECK(*lag.lag == 0);
   CHECK(lag.position == CommitPosition::kBeyondLogEnd);
 }
 
-TEST_CASE("a log truncated past the commit keeps the tool's lag, flagged") {
+TEST_CASE("a log truncated past the commit keeps the tool's lag, flagged", "[analysis]") {
   const auto lag = ComputePartitionLag(0, 5, PartitionOffsets{50, 100});
   CHECK(*lag.lag == 95);
   CHECK(lag.position == CommitPosition::kBeforeLogStart);
 }
 
-TEST_CASE("an unknown log end gives no lag") {
+TEST_CASE("an unknown log end gives no lag", "[analysis]") {
   const auto lag = ComputePartitionLag(0, 5, PartitionOffsets{0, std::nullopt});
   CHECK_FALSE(lag.lag.has_value());
   CHECK(lag.position == CommitPosition::kLogEndUnknown);
 }
 
-TEST_CASE("group lags cover every partition of each consumed topic, with sums and max") {
+TEST_CASE("group lags cover every partition of each consumed topic, with sums and max",
+          "[analysis]") {
   KafkaSnapshot snapshot;
   ConsumerGroup partial;
   partial.id = "partial";
@@ -79,7 +80,7 @@ TEST_CASE("group lags cover every partition of each consumed topic, with sums an
   CHECK_FALSE(orders.partitions[1].lag.has_value());
 }
 
-TEST_CASE("a topic that no longer exists contributes no lag") {
+TEST_CASE("a topic that no longer exists contributes no lag", "[analysis]") {
   KafkaSnapshot snapshot;
   ConsumerGroup group;
   group.id = "g";

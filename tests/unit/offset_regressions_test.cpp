@@ -22,8 +22,8 @@ kafka::KafkaSnapshot With(
 
 }  // namespace
 
-TEST_CASE(
-    "a committed offset that goes back is a regression; forward, equal and new ones are not") {
+TEST_CASE("a committed offset that goes back is a regression; forward, equal and new ones are not",
+          "[analysis]") {
   const auto before =
       With({{"g", {{{"t", 0}, 100}, {{"t", 1}, 50}, {{"t", 2}, 7}}}, {"gone", {{{"t", 0}, 9}}}});
   const auto after = With({{"g", {{{"t", 0}, 40}, {{"t", 1}, 60}, {{"t", 2}, 7}, {{"t", 3}, 1}}},
@@ -38,7 +38,8 @@ TEST_CASE(
 
 TEST_CASE(
     "a Kafka poll counts regressions, keeps the counts through a failed poll, drops vanished "
-    "groups") {
+    "groups",
+    "[analysis]") {
   const analysis::KafkaPoll first = analysis::DeriveKafkaPoll(
       With({{"g", {{{"t", 0}, 100}}}, {"h", {{{"t", 0}, 10}}}}), analysis::KafkaPoll{});
   REQUIRE(first.snapshot);

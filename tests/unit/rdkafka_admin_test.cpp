@@ -55,7 +55,8 @@ lagsight::config::KafkaClusterConfig Config(std::vector<std::string> bootstraps)
 
 }  // namespace
 
-TEST_CASE("rdkafka admin: a bootstrap list naming two clusters reads neither until one is left") {
+TEST_CASE("rdkafka admin: a bootstrap list naming two clusters reads neither until one is left",
+          "[kafka]") {
   MockCluster a("orders", 3);
   MockCluster b("orders", 2);
   auto admin = RdKafkaAdmin::Create(Config({a.bootstraps(), b.bootstraps()}));
@@ -92,7 +93,8 @@ TEST_CASE("rdkafka admin: a bootstrap list naming two clusters reads neither unt
   CHECK((*admin)->ClusterId() == both[0].cluster_id);
 }
 
-TEST_CASE("rdkafka admin: one bootstrap address is read at once, without asking it first") {
+TEST_CASE("rdkafka admin: one bootstrap address is read at once, without asking it first",
+          "[kafka]") {
   MockCluster a("orders", 4);
   auto admin = RdKafkaAdmin::Create(Config({a.bootstraps()}));
   REQUIRE(admin.ok());

@@ -65,13 +65,13 @@ std::string Number(double value) {
 
 }  // namespace
 
-TEST_CASE("README: the diagnosis tables list the causes in the code's precedence") {
+TEST_CASE("README: the diagnosis tables list the causes in the code's precedence", "[analysis]") {
   const std::string section = ReadmeSection();
   CHECK(TableCauses(section, "job↔group pair") == Names(analysis::PairPrecedence()));
   CHECK(TableCauses(section, "Kafka-only group") == Names(analysis::GroupPrecedence()));
 }
 
-TEST_CASE("README: every diagnosis threshold is listed with the code's default") {
+TEST_CASE("README: every diagnosis threshold is listed with the code's default", "[analysis]") {
   const std::string section = ReadmeSection();
   const config::DiagnosisConfig defaults;
   CHECK(DefaultOf(section, "window") == config::FormatDuration(defaults.window));

@@ -41,7 +41,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("/metrics serves the published exposition as Prometheus text") {
+TEST_CASE("/metrics serves the published exposition as Prometheus text", "[http]") {
   Fixture f;
   const auto response = f.Call(beast_http::verb::get, "/metrics");
   CHECK(response.result() == beast_http::status::ok);
@@ -49,7 +49,7 @@ TEST_CASE("/metrics serves the published exposition as Prometheus text") {
   CHECK(response[beast_http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
 }
 
-TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus does") {
+TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus does", "[http]") {
   Fixture f;
   // What Prometheus 2.x sends with every scrape.
   const auto gzipped = f.Call(beast_http::verb::get, "/metrics", "gzip");
@@ -78,7 +78,7 @@ TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus doe
   CHECK(none.body() == "lagsight_up 1\n");
 }
 
-TEST_CASE("HEAD answers with the length and no body") {
+TEST_CASE("HEAD answers with the length and no body", "[http]") {
   Fixture f;
   const auto response = f.Call(beast_http::verb::head, "/metrics");
   CHECK(response.result() == beast_http::status::ok);
@@ -89,7 +89,8 @@ TEST_CASE("HEAD answers with the length and no body") {
 constexpr const char* kNoExternalLoads =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
-TEST_CASE("before the first status page is rendered, / is the landing page linking /metrics") {
+TEST_CASE("before the first status page is rendered, / is the landing page linking /metrics",
+          "[http]") {
   Fixture f;
   const auto response = f.Call(beast_http::verb::get, "/");
   CHECK(response.result() == beast_http::status::ok);
@@ -98,7 +99,8 @@ TEST_CASE("before the first status page is rendered, / is the landing page linki
   CHECK(response["Content-Security-Policy"] == kNoExternalLoads);
 }
 
-TEST_CASE("/ serves the published status page as HTML that may load nothing from elsewhere") {
+TEST_CASE("/ serves the published status page as HTML that may load nothing from elsewhere",
+          "[http]") {
   Fixture f;
   f.status_page = std::make_shared<const std::string>("<!DOCTYPE html><title>status</title>");
   const auto response = f.Call(beast_http::verb::get, "/");
@@ -116,7 +118,7 @@ TEST_CASE("/ serves the published status page as HTML that may load nothing from
   CHECK(f.Call(beast_http::verb::get, "/?refresh=1").body() == *f.status_page);
 }
 
-TEST_CASE("/metrics carries no status page policy and is unchanged by a status page") {
+TEST_CASE("/metrics carries no status page policy and is unchanged by a status page", "[http]") {
   Fixture f;
   f.status_page = std::make_shared<const std::string>("<p>page</p>");
   const auto response = f.Call(beast_http::verb::get, "/metrics");
@@ -124,7 +126,7 @@ TEST_CASE("/metrics carries no status page policy and is unchanged by a status p
   CHECK(response.find("Content-Security-Policy") == response.end());
 }
 
-TEST_CASE("/healthz and /readyz") {
+TEST_CASE("/healthz and /readyz", "[http]") {
   Fixture f;
   CHECK(f.Call(beast_http::verb::get, "/healthz").result() == beast_http::status::ok);
   const auto not_ready = f.Call(beast_http::verb::get, "/readyz");
@@ -134,7 +136,7 @@ TEST_CASE("/healthz and /readyz") {
   CHECK(f.Call(beast_http::verb::get, "/readyz").result() == beast_http::status::ok);
 }
 
-TEST_CASE("/-/reload only on POST, and says why it failed") {
+TEST_CASE("/-/reload only on POST, and says why it failed", "[http]") {
   Fixture f;
   CHECK(f.Call(beast_http::verb::get, "/-/reload").result() ==
         beast_http::status::method_not_allowed);
@@ -147,7 +149,7 @@ TEST_CASE("/-/reload only on POST, and says why it failed") {
   CHECK(f.reloads == 2);
 }
 
-TEST_CASE("unknown paths and methods") {
+TEST_CASE("unknown paths and methods", "[http]") {
   Fixture f;
   CHECK(f.Call(beast_http::verb::get, "/nope").result() == beast_http::status::not_found);
   CHECK(f.Call(beast_http::verb::post, "/metrics").result() ==
@@ -155,7 +157,7 @@ TEST_CASE("unknown paths and methods") {
   CHECK(f.Call(beast_http::verb::get, "/metrics?x=1").result() == beast_http::status::ok);
 }
 
-TEST_CASE("listen addresses") {
+TEST_CASE("listen addresses", "[http]") {
   using lagsight::http::ParseListenAddress;
   CHECK(ParseListenAddress(":9713")->port() == 9713);
   CHECK(ParseListenAddress(":9713")->address().to_string() == "0.0.0.0");

@@ -99,7 +99,7 @@ bool Answered200(const std::string& response) { return response.rfind("HTTP/1.1 
 
 }  // namespace
 
-TEST_CASE("slow-loris connections beyond the cap do not lock a scraper out") {
+TEST_CASE("slow-loris connections beyond the cap do not lock a scraper out", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.max_connections = 8;
   limits.max_connections_per_client = 4;
@@ -112,7 +112,7 @@ TEST_CASE("slow-loris connections beyond the cap do not lock a scraper out") {
   for (int i = 0; i < 10; ++i) CHECK(Answered200(Scrape(server)));
 }
 
-TEST_CASE("idle connections beyond the cap do not lock a scraper out") {
+TEST_CASE("idle connections beyond the cap do not lock a scraper out", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.max_connections = 8;
   limits.max_connections_per_client = 8;  // the server-wide cap is the one reached here
@@ -122,7 +122,7 @@ TEST_CASE("idle connections beyond the cap do not lock a scraper out") {
   for (int i = 0; i < 10; ++i) CHECK(Answered200(Scrape(server)));
 }
 
-TEST_CASE("a client's oldest unfinished connection is shed for its new one") {
+TEST_CASE("a client's oldest unfinished connection is shed for its new one", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.max_connections = 8;
   limits.max_connections_per_client = 2;
@@ -137,7 +137,7 @@ TEST_CASE("a client's oldest unfinished connection is shed for its new one") {
   CHECK(closed);
 }
 
-TEST_CASE("a request not complete within request_timeout is cut off") {
+TEST_CASE("a request not complete within request_timeout is cut off", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.request_timeout = 300ms;
   RunningServer server(limits);
@@ -156,7 +156,7 @@ TEST_CASE("a request not complete within request_timeout is cut off") {
   CHECK(std::chrono::steady_clock::now() - started < 2s);
 }
 
-TEST_CASE("a kept-alive connection is closed after idle_timeout, and served until then") {
+TEST_CASE("a kept-alive connection is closed after idle_timeout, and served until then", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.request_timeout = 300ms;
   limits.idle_timeout = 800ms;
@@ -179,7 +179,7 @@ TEST_CASE("a kept-alive connection is closed after idle_timeout, and served unti
   CHECK(std::chrono::steady_clock::now() - started < 2s);
 }
 
-TEST_CASE("when every connection is busy answering, a new one gets a 503 that says so") {
+TEST_CASE("when every connection is busy answering, a new one gets a 503 that says so", "[http]") {
   lagsight::http::ServerLimits limits;
   limits.max_connections = 2;
   limits.write_timeout = 3s;

@@ -56,7 +56,8 @@ std::vector<std::string> RowCauses(const std::string& page) {
 
 }  // namespace
 
-TEST_CASE("status page: names from Kafka and Flink are escaped in text and attributes") {
+TEST_CASE("status page: names from Kafka and Flink are escaped in text and attributes",
+          "[status]") {
   Findings findings;
   findings.diagnosis.push_back(
       Pair("g<script>alert(\"x\")</script>'&", "job \"<b>quoted</b>\"", Cause::kReallyBehind));
@@ -79,7 +80,7 @@ TEST_CASE("status page: names from Kafka and Flink are escaped in text and attri
   CHECK(lagsight::status::EscapeHtml("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
 }
 
-TEST_CASE("status page: problems first, most severe first, healthy last") {
+TEST_CASE("status page: problems first, most severe first, healthy last", "[status]") {
   Findings findings;
   findings.diagnosis = {
       Pair("a-healthy", "job-a", Cause::kHealthy),
@@ -104,7 +105,7 @@ TEST_CASE("status page: problems first, most severe first, healthy last") {
   CHECK(page.find("data-group=\"a-healthy\"") < page.find("data-group=\"e-healthy\""));
 }
 
-TEST_CASE("status page: numbers, durations and the checkpoint against its interval") {
+TEST_CASE("status page: numbers, durations and the checkpoint against its interval", "[status]") {
   Findings findings;
   DiagnosisFinding pair = Pair("orders", "enrich", Cause::kCheckpointsFailing);
   pair.kafka_lag = 1234567;
@@ -134,7 +135,7 @@ TEST_CASE("status page: numbers, durations and the checkpoint against its interv
   CHECK(page.find("title=\"since 2027-01-15 07:55:00 UTC\"") != std::string::npos);
 }
 
-TEST_CASE("status page: the chart plots both lags over the pair's history") {
+TEST_CASE("status page: the chart plots both lags over the pair's history", "[status]") {
   Findings findings;
   DiagnosisFinding pair = Pair("orders", "enrich", Cause::kLongCheckpointInterval);
   pair.history = {{kNow - 20, 0, 0}, {kNow - 10, 500, 5}, {kNow, 1000, 10}};
@@ -165,7 +166,7 @@ TEST_CASE("status page: the chart plots both lags over the pair's history") {
   CHECK(lonely.find("<i>no group found</i>") != std::string::npos);
 }
 
-TEST_CASE("status page: empty states say what the page waits for") {
+TEST_CASE("status page: empty states say what the page waits for", "[status]") {
   const Findings none;
   CHECK(RenderStatusPage(none, {}, "1.0", kNow).find("No sources configured.") !=
         std::string::npos);
@@ -191,7 +192,7 @@ TEST_CASE("status page: empty states say what the page waits for") {
         std::string::npos);
 }
 
-TEST_CASE("status page: self-contained, reloading, no script") {
+TEST_CASE("status page: self-contained, reloading, no script", "[status]") {
   Findings findings;
   findings.diagnosis.push_back(Pair("orders", "enrich", Cause::kHealthy));
   const std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
@@ -204,7 +205,8 @@ TEST_CASE("status page: self-contained, reloading, no script") {
   CHECK(page.find("</html>") != std::string::npos);
 }
 
-TEST_CASE("status page: the other causes whose rules hold, and the stuck partitions by name") {
+TEST_CASE("status page: the other causes whose rules hold, and the stuck partitions by name",
+          "[status]") {
   Findings findings;
   DiagnosisFinding finding = Pair("orders", "enrich", Cause::kPartitionStuck);
   finding.evidence = {Cause::kPartitionStuck, Cause::kCheckpointsFailing};
@@ -216,7 +218,7 @@ TEST_CASE("status page: the other causes whose rules hold, and the stuck partiti
   CHECK(Count(page, "also: ") == 1);  // the active cause is not repeated
 }
 
-TEST_CASE("status page: the partitions no subtask of the job reads, under the job") {
+TEST_CASE("status page: the partitions no subtask of the job reads, under the job", "[status]") {
   Findings findings;
   DiagnosisFinding finding = Pair("orders", "enrich", Cause::kPartitionsUncommitted);
   finding.unread_partitions = {{"orders<v2>", 2}, {"orders<v2>", 3}};

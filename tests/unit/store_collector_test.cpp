@@ -40,7 +40,7 @@ config::PositionStoreConfig StoreConfig(std::string key, std::string field) {
 
 }  // namespace
 
-TEST_CASE("a hash per topic: field = partition, value = next offset, updated_at read") {
+TEST_CASE("a hash per topic: field = partition, value = next offset, updated_at read", "[stores]") {
   auto owned = std::make_unique<FakeHashStore>();
   FakeHashStore& store = *owned;
   store.hashes["flink:offsets:orders.v2"] = {
@@ -64,7 +64,8 @@ TEST_CASE("a hash per topic: field = partition, value = next offset, updated_at 
                                  "job \"orders-enrich\": key flink:offsets:absent does not exist"});
 }
 
-TEST_CASE("a hash per job: field = topic_partition; the topic may contain the separator") {
+TEST_CASE("a hash per job: field = topic_partition; the topic may contain the separator",
+          "[stores]") {
   auto owned = std::make_unique<FakeHashStore>();
   FakeHashStore& store = *owned;
   store.hashes["offsets:orders-enrich"] = {{"orders_v2_0", "5"},
@@ -86,7 +87,7 @@ TEST_CASE("a hash per job: field = topic_partition; the topic may contain the se
                                  "not read; left out"});
 }
 
-TEST_CASE("a store that does not answer fails the poll, also with no job to read") {
+TEST_CASE("a store that does not answer fails the poll, also with no job to read", "[stores]") {
   auto owned = std::make_unique<FakeHashStore>();
   owned->down = "connecting to redis:6379: Connection refused";
   stores::Collector collector(StoreConfig("k:{topic}", "{partition}"), std::move(owned));
@@ -95,7 +96,7 @@ TEST_CASE("a store that does not answer fails the poll, also with no job to read
   CHECK(nothing_to_read.error().message == "connecting to redis:6379: Connection refused");
 }
 
-TEST_CASE("stored positions joined with the job's position and the log") {
+TEST_CASE("stored positions joined with the job's position and the log", "[stores]") {
   stores::StoreSnapshot store;
   store.jobs.push_back({"jobs",
                         "a1",

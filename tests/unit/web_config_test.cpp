@@ -40,11 +40,12 @@ lagsight::Result<WebConfig> ParseTestFile(const std::string& relative) {
 
 }  // namespace
 
-TEST_CASE("every bad web config fails with the exact message in its .error file") {
+TEST_CASE("every bad web config fails with the exact message in its .error file", "[http]") {
   CHECK(lagsight::testing::CheckBadFiles(kData, ParseTestFile) >= 24);
 }
 
-TEST_CASE("a full web config carries every value, relative paths under the file's directory") {
+TEST_CASE("a full web config carries every value, relative paths under the file's directory",
+          "[http]") {
   const auto parsed = ParseTestFile("good/full.yaml");
   REQUIRE(parsed.ok());
   REQUIRE(parsed->tls.has_value());
@@ -63,8 +64,8 @@ TEST_CASE("a full web config carries every value, relative paths under the file'
             {"grafana", "$2y$04$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"}});
 }
 
-TEST_CASE(
-    "web config defaults: TLS 1.2 and no client certificates; an empty section is plain HTTP") {
+TEST_CASE("web config defaults: TLS 1.2 and no client certificates; an empty section is plain HTTP",
+          "[http]") {
   const auto tls_only = ParseTestFile("good/tls_only.yaml");
   REQUIRE(tls_only.ok());
   REQUIRE(tls_only->tls.has_value());
@@ -81,7 +82,7 @@ TEST_CASE(
 
 // An empty file meant plain HTTP without authentication: a save that truncated the web config of a
 // running daemon turned TLS and basic auth off until the file was whole again.
-TEST_CASE("an empty or comment-only web config is an error, never plain HTTP") {
+TEST_CASE("an empty or comment-only web config is an error, never plain HTTP", "[http]") {
   for (const char* text : {"", "\n", "   \n\n", "# nothing\n", "---\n", "# a\n---\n# b\n"}) {
     INFO('"' << text << '"');
     const auto parsed = ParseWebConfig(text, "web.yml", "/etc/lagsight");
@@ -92,7 +93,7 @@ TEST_CASE("an empty or comment-only web config is an error, never plain HTTP") {
   }
 }
 
-TEST_CASE("Authorization headers decode to user and password") {
+TEST_CASE("Authorization headers decode to user and password", "[http]") {
   // "alice:open sesame" and "bob:" (an empty password) and "carol:a:b" (colons in the password).
   auto alice = ParseBasicAuthorization("Basic YWxpY2U6b3BlbiBzZXNhbWU=");
   REQUIRE(alice.has_value());
@@ -116,7 +117,7 @@ TEST_CASE("Authorization headers decode to user and password") {
   CHECK_FALSE(ParseBasicAuthorization("Basic YWxpY2U=").has_value());      // "alice": no colon
 }
 
-TEST_CASE("bcrypt verification matches the published vectors for $2a$, $2b$ and $2y$") {
+TEST_CASE("bcrypt verification matches the published vectors for $2a$, $2b$ and $2y$", "[http]") {
   CHECK(lagsight::http::BcryptMatches("U*U", kHashOfUU));
   CHECK(lagsight::http::BcryptMatches("U*U*", kHashOfUUU));
   CHECK_FALSE(lagsight::http::BcryptMatches("U*U", kHashOfUUU));
@@ -128,7 +129,7 @@ TEST_CASE("bcrypt verification matches the published vectors for $2a$, $2b$ and 
   CHECK_FALSE(lagsight::http::BcryptMatches("U*U", "not a hash"));
 }
 
-TEST_CASE("basic auth remembers verified pairs only") {
+TEST_CASE("basic auth remembers verified pairs only", "[http]") {
   const BasicAuth auth({{"alice", kHashOfUU}, {"bob", kHashOfUUU}});
   const BasicCredentials alice{"alice", "U*U"};
   CHECK_FALSE(auth.VerifiedBefore(alice));
@@ -146,7 +147,8 @@ TEST_CASE("basic auth remembers verified pairs only") {
   CHECK_FALSE(auth.VerifiedBefore({"mallory", "U*U"}));
 }
 
-TEST_CASE("a web config change that turns basic auth off applies only once the file settles") {
+TEST_CASE("a web config change that turns basic auth off applies only once the file settles",
+          "[http]") {
   using std::chrono::milliseconds;
   const fs::path dir =
       fs::temp_directory_path() / ("lagsight-web-config-" + std::to_string(::getpid()));
