@@ -21,74 +21,23 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import threading
 import time
 import urllib.request
 import uuid
 from pathlib import Path
 
 import promtext
-from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
+from conftest import (CLUSTER, LagsightProcess, _register_log_for_failures, lagsight_config,
+                      wait_until)
 from flink_job import FlinkJob, JobSpec
 from scenario_report import DiagnosisWatch
+from tcp_proxy import TcpProxy
 from workload import SteadyProducer, create_topic
 
 PREFIX = f"late-{uuid.uuid4().hex[:6]}"
 REST_DELAY_SECONDS = 1.5
 STALL_SECONDS = 20  # far beyond the 8 s after which a 1 s interval's checkpoint is overdue
 OBSERVE_SECONDS = 30
-
-
-class SlowProxy:
-    """Forwards 127.0.0.1:port to a target, holding every chunk a client sends for ``delay``
-    seconds first: each HTTP request is answered that much later."""
-
-    def __init__(self, target: tuple[str, int], delay: float) -> None:
-        self.target = target
-        self.delay = delay
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
-        self.port = self._listener.getsockname()[1]
-        self._stop = threading.Event()
-        threading.Thread(target=self._accept_loop, daemon=True, name="slow-proxy").start()
-
-    def _accept_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except (socket.timeout, OSError):
-                continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            threading.Thread(target=self._pipe, args=(client, upstream, self.delay),
-                             daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, 0.0),
-                             daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, delay: float) -> None:
-        try:
-            while data := source.recv(65536):
-                if delay:
-                    time.sleep(delay)
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self._stop.set()
-        self._listener.close()
 
 
 def process_state(pid: int) -> str:
@@ -137,14 +86,14 @@ def test_late_answers_are_judged_when_flink_gave_them(session_broker, lagsight_b
     create_topic(bootstrap, topic, 2)
     producer = SteadyProducer(bootstrap, topic, 2, 20)
     lagsight: LagsightProcess | None = None
-    proxy: SlowProxy | None = None
+    proxy: TcpProxy | None = None
     try:
         with FlinkJob("2.x", [JobSpec(name, [topic], group=group)], tmp_path / "flink",
                       bootstrap=bootstrap) as flink:
             _register_log_for_failures(request, "flink log", flink.log_file)
             jid = flink.jobs[name]
             host, port = flink.rest_url.removeprefix("http://").split(":")
-            proxy = SlowProxy((host, int(port)), REST_DELAY_SECONDS)
+            proxy = TcpProxy((host, int(port)), delay=REST_DELAY_SECONDS)
             started = time.monotonic()
             with urllib.request.urlopen(f"http://127.0.0.1:{proxy.port}/overview",
                                         timeout=10) as response:
@@ -153,14 +102,13 @@ def test_late_answers_are_judged_when_flink_gave_them(session_broker, lagsight_b
 
             work_dir = tmp_path / "lagsight"
             work_dir.mkdir()
-            lagsight = LagsightProcess(lagsight_binary, work_dir, {
-                "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
-                           "request_timeout": "5s", "topics": {"allow": [f"{PREFIX}.*"]},
-                           "groups": {"allow": [f"{PREFIX}.*"]}}],
-                "flink": [{"name": "mini", "rest_url": f"http://127.0.0.1:{proxy.port}",
-                           "kafka_cluster": CLUSTER, "poll_interval": "1s",
-                           "request_timeout": "5s"}],
-                "diagnosis": {"window": "30s", "confirm_polls": 2, "lag_threshold_records": 400}})
+            config = lagsight_config(
+                bootstrap, groups={"allow": [f"{PREFIX}.*"]}, topics={"allow": [f"{PREFIX}.*"]},
+                flink=[{"name": "mini", "rest_url": f"http://127.0.0.1:{proxy.port}",
+                        "kafka_cluster": CLUSTER, "poll_interval": "1s", "request_timeout": "5s"}])
+            config["diagnosis"] = {"window": "30s", "confirm_polls": 2,
+                                   "lag_threshold_records": 400}
+            lagsight = LagsightProcess(lagsight_binary, work_dir, config)
             _register_log_for_failures(request, "lagsight log", lagsight.log_file)
             lagsight.start()
             wait_until(lambda: flink.source_commit_counters(jid)["commitsSucceeded"] >= 2, 150,

@@ -18,7 +18,6 @@ Results go to the "Routine operations" table of docs/diagnosis-results.md.
 from __future__ import annotations
 
 import dataclasses
-import socket
 import threading
 import time
 import uuid
@@ -34,6 +33,7 @@ import promtext
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from scenario_report import BASELINE_CAUSES, DiagnosisWatch
+from tcp_proxy import TcpProxy
 from workload import SteadyProducer, add_partitions, create_topic, make_topic
 
 FLINK_LINES = ["2.x", "1.20"]
@@ -77,90 +77,6 @@ class JobWatch(DiagnosisWatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# A TCP proxy whose listener can go away (a Flink REST outage as lagsight sees it)
-
-
-class OutageProxy:
-    """Forwards 127.0.0.1:port to a target; ``outage(seconds)`` refuses and drops every
-    connection for that long, then listens again on the same port."""
-
-    def __init__(self, target_host: str, target_port: int) -> None:
-        self.target = (target_host, target_port)
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
-        self._up = threading.Event()
-        self._stop = threading.Event()
-        self._connections: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._listener: socket.socket | None = None
-        self._listen()
-        threading.Thread(target=self._accept_loop, daemon=True, name="outage-proxy").start()
-
-    def _listen(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        listener.settimeout(0.2)
-        self._listener = listener
-        self._up.set()
-
-    def _accept_loop(self) -> None:
-        while not self._stop.is_set():
-            if not self._up.is_set():
-                time.sleep(0.1)
-                continue
-            try:
-                client, _ = self._listener.accept()
-            except (socket.timeout, OSError):
-                continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._connections += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def outage(self, seconds: float) -> None:
-        self._up.clear()
-        self._listener.close()
-        with self._lock:
-            for connection in self._connections:
-                try:
-                    connection.close()
-                except OSError:
-                    pass
-            self._connections.clear()
-        time.sleep(seconds)
-        self._listen()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._up.clear()
-        if self._listener is not None:
-            self._listener.close()
-
-
-# ----------------------------------------------------------------------------------------------
 # The module's systems and its scenarios
 
 
@@ -192,7 +108,7 @@ class Env:
     lagsight_binary: Path
     producers: list[SteadyProducer] = field(default_factory=list)
     extra_lagsights: list[LagsightProcess] = field(default_factory=list)
-    proxies: list[OutageProxy] = field(default_factory=list)
+    proxies: list[TcpProxy] = field(default_factory=list)
 
     def name(self, key: str) -> str:
         return f"{self.prefix}-{key}"
@@ -360,7 +276,7 @@ def op_backpressure(env: Env, op: Operation) -> None:
 def op_rest_outage(env: Env, op: Operation) -> None:
     spec = spec_for(env, op.key, [env.topic(op.key)])
     host, port = env.flink.rest_url.removeprefix("http://").split(":")
-    proxy = OutageProxy(host, int(port))
+    proxy = TcpProxy((host, int(port)))
     env.proxies.append(proxy)
     own = LagsightProcess(env.lagsight_binary, env.work_dir / "lagsight-outage",
                           lagsight_config(env.bootstrap, f"http://127.0.0.1:{proxy.port}",

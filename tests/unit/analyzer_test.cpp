@@ -64,6 +64,18 @@ class World {
     analyzer_->SetConfig(config_);
   }
 
+  // One second of a job that keeps up: 5 records arrive and are read, a checkpoint completes
+  // at the next poll and commits them.
+  void CheckpointedSecond() {
+    log_end += 5;
+    job_current = log_end - 1;
+    completed++;
+    latest_completed_ms = static_cast<std::int64_t>((now + poll_seconds) * 1000);
+    commits_succeeded++;
+    job_committed = log_end;
+    committed["enrich"] = log_end;
+  }
+
   std::shared_ptr<const analysis::Findings> Poll() {
     now += poll_seconds;
     auto kafka_ = std::make_unique<kafka::KafkaSnapshot>();
@@ -269,16 +281,7 @@ TEST_CASE("a Flink job whose commits fail while checkpoints complete: commits_fa
   world.committed["enrich"] = 1000;
   world.job_committed = 1000;
   world.job_current = 999;
-  auto healthy_step = [&](int) {
-    world.log_end += 5;
-    world.job_current = world.log_end - 1;
-    world.completed++;
-    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
-    world.commits_succeeded++;
-    world.job_committed = world.log_end;
-    world.committed["enrich"] = world.log_end;
-  };
-  const auto before = world.Run(40, "enrich", "job-1", healthy_step);
+  const auto before = world.Run(40, "enrich", "job-1", [&](int) { world.CheckpointedSecond(); });
   CHECK(before == std::set<Cause>{Cause::kHealthy});
   world.Run(20, "enrich", "job-1", [&](int) {
     world.log_end += 5;
@@ -306,75 +309,6 @@ TEST_CASE("a Flink job whose checkpoints stop completing: checkpoints_failing", 
     world.failed++;
   });
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kCheckpointsFailing);
-}
-
-TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll that saw it",
-          "[analysis]") {
-  // CI: every process on the machine stood still for 12 s. Kafka polls resumed first, twice in
-  // 0.2 s, against the Flink snapshot from before the stall.
-  World world;
-  world.with_job = true;
-  world.committed["enrich"] = 1000;
-  world.job_committed = 1000;
-  world.job_current = 999;
-  auto checkpoint_each_second = [&](int) {
-    world.log_end += 5;
-    world.job_current = world.log_end - 1;
-    world.completed++;
-    world.latest_completed_ms = static_cast<std::int64_t>(world.now * 1000);
-    world.commits_succeeded++;
-    world.job_committed = world.log_end;
-    world.committed["enrich"] = world.log_end;
-  };
-  CHECK(world.Run(40, "enrich", "job-1", checkpoint_each_second) ==
-        std::set<Cause>{Cause::kHealthy});
-
-  world.now += 12;  // nothing ran
-  world.flink_polled = false;
-  world.poll_seconds = 0.2;
-  CHECK(world.Run(2, "enrich", "job-1", [](int) {}) == std::set<Cause>{Cause::kHealthy});
-  // Flink's first poll after the stall: its checkpoint timer has fired, one completed since.
-  world.flink_polled = true;
-  world.poll_seconds = 1;
-  CHECK(world.Run(10, "enrich", "job-1", checkpoint_each_second) ==
-        std::set<Cause>{Cause::kHealthy});
-
-  // The control: Flink polls on after the stall and still shows no new checkpoint.
-  world.now += 12;
-  const auto seen = world.Run(3, "enrich", "job-1", [&](int) { world.log_end += 5; });
-  CHECK(seen.contains(Cause::kCheckpointsFailing));
-}
-
-TEST_CASE("a slow Flink REST API: the checkpoint is judged as of when the poll asked",
-          "[analysis]") {
-  // A loaded JobManager: a Flink poll takes 9 s, so its snapshot is up to 18 s old at a Kafka
-  // poll, while the job checkpoints every second.
-  World world;
-  world.with_job = true;
-  world.committed["enrich"] = 1000;
-  world.job_committed = 1000;
-  world.job_current = 999;
-  world.flink_poll_seconds = 9;
-  std::set<Cause> seen = world.Run(90, "enrich", "job-1", [&](int second) {
-    world.log_end += 5;
-    world.flink_polled = second % 9 == 8;
-    if (!world.flink_polled) return;
-    // Flink answered right after it was asked, nine seconds ago.
-    world.job_current = world.log_end - 1;
-    world.completed += 9;
-    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1 - 9.5) * 1000);
-    world.commits_succeeded += 9;
-    world.job_committed = world.log_end;
-    world.committed["enrich"] = world.log_end;
-  });
-  CHECK(seen == std::set<Cause>{Cause::kHealthy});
-
-  // The control: the same slow polls, and Flink's answers show no new checkpoint.
-  seen = world.Run(30, "enrich", "job-1", [&](int second) {
-    world.log_end += 5;
-    world.flink_polled = second % 9 == 8;
-  });
-  CHECK(seen.contains(Cause::kCheckpointsFailing));
 }
 
 namespace {
@@ -411,6 +345,59 @@ World HealthyJob() {
 }
 
 }  // namespace
+
+TEST_CASE("the host stalls: a checkpoint is not judged older than the Flink poll that saw it",
+          "[analysis]") {
+  // CI: every process on the machine stood still for 12 s. Kafka polls resumed first, twice in
+  // 0.2 s, against the Flink snapshot from before the stall.
+  World world = HealthyJob();
+  auto checkpoint_each_second = [&](int) { world.CheckpointedSecond(); };
+  CHECK(world.Run(40, "enrich", "job-1", checkpoint_each_second) ==
+        std::set<Cause>{Cause::kHealthy});
+
+  world.now += 12;  // nothing ran
+  world.flink_polled = false;
+  world.poll_seconds = 0.2;
+  CHECK(world.Run(2, "enrich", "job-1", [](int) {}) == std::set<Cause>{Cause::kHealthy});
+  // Flink's first poll after the stall: its checkpoint timer has fired, one completed since.
+  world.flink_polled = true;
+  world.poll_seconds = 1;
+  CHECK(world.Run(10, "enrich", "job-1", checkpoint_each_second) ==
+        std::set<Cause>{Cause::kHealthy});
+
+  // The control: Flink polls on after the stall and still shows no new checkpoint.
+  world.now += 12;
+  const auto seen = world.Run(3, "enrich", "job-1", [&](int) { world.log_end += 5; });
+  CHECK(seen.contains(Cause::kCheckpointsFailing));
+}
+
+TEST_CASE("a slow Flink REST API: the checkpoint is judged as of when the poll asked",
+          "[analysis]") {
+  // A loaded JobManager: a Flink poll takes 9 s, so its snapshot is up to 18 s old at a Kafka
+  // poll, while the job checkpoints every second.
+  World world = HealthyJob();
+  world.flink_poll_seconds = 9;
+  std::set<Cause> seen = world.Run(90, "enrich", "job-1", [&](int second) {
+    world.log_end += 5;
+    world.flink_polled = second % 9 == 8;
+    if (!world.flink_polled) return;
+    // Flink answered right after it was asked, nine seconds ago.
+    world.job_current = world.log_end - 1;
+    world.completed += 9;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1 - 9.5) * 1000);
+    world.commits_succeeded += 9;
+    world.job_committed = world.log_end;
+    world.committed["enrich"] = world.log_end;
+  });
+  CHECK(seen == std::set<Cause>{Cause::kHealthy});
+
+  // The control: the same slow polls, and Flink's answers show no new checkpoint.
+  seen = world.Run(30, "enrich", "job-1", [&](int second) {
+    world.log_end += 5;
+    world.flink_polled = second % 9 == 8;
+  });
+  CHECK(seen.contains(Cause::kCheckpointsFailing));
+}
 
 TEST_CASE("routine: a task failure restarts from the last checkpoint and catches up",
           "[analysis]") {
