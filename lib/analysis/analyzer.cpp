@@ -20,6 +20,16 @@ constexpr std::size_t kEarlierCommitsKept = 32;
 constexpr double kEarlierCommitsRefreshes = 3;
 // Flink's default metrics.fetcher.update-interval, for a JobManager that does not say.
 constexpr double kDefaultMetricsFetchIntervalSeconds = 10;
+// lagsight stood still (a VM pause, swap, SIGSTOP) when a source's observations are this many of
+// its usual gaps apart, plus the slack; what it sees next mixes before and after for a while.
+constexpr double kStallGaps = 2;
+constexpr double kStallSlackSeconds = 5;
+
+// When a snapshot's answers are known to date from: when its poll began (see FlinkSnapshot),
+// never after it was observed; unknown (0): when it was observed.
+double KnownAt(double requested_at, double observed_at) {
+  return requested_at > 0 ? std::min(observed_at, requested_at) : observed_at;
+}
 // A job that vanished is forgotten (its group judged on its own) this many windows after it
 // became job_gone.
 constexpr double kForgetGoneJobWindows = 3;
@@ -179,8 +189,41 @@ struct Analyzer::State {
   // Real topics the Flink jobs' sources read at their last polls: where a group's earlier
   // committed offsets are worth keeping.
   std::map<std::string, std::set<std::string>> topics_read_by_flink;  // by Flink cluster
+  // Per source (kind, cluster): when it was last observed and its usual gap between
+  // observations, to notice that lagsight itself stood still.
+  struct ObservationClock {
+    double last = 0;
+    double usual_gap = 0;
+  };
+  std::map<std::pair<char, std::string>, ObservationClock> observation_clocks;
+  // Until then no new cause is confirmed (see NoteObservation).
+  double settle_until = 0;
 
   double window() const { return Seconds(config.window); }
+
+  // After lagsight stood still, the first polls mix the world before and after: Flink's REST
+  // API serves checkpoint statistics cached from before (up to web.refresh-interval, 3 s) and
+  // reader metrics up to a fetch interval old, while Kafka's are fresh. A job whose checkpoint
+  // is "20 s old" right after a 20 s stall of the whole host is not failing. So after a gap of
+  // more than kStallGaps usual gaps (+ slack), new causes wait until every source has been
+  // polled afresh and Flink's caches have turned over; active causes stay.
+  void NoteObservation(char kind, const std::string& cluster, double now) {
+    ObservationClock& clock = observation_clocks[{kind, cluster}];
+    if (clock.last > 0 && now > clock.last) {
+      const double gap = now - clock.last;
+      if (clock.usual_gap > 0 && gap > kStallGaps * clock.usual_gap + kStallSlackSeconds) {
+        double refresh = kDefaultMetricsFetchIntervalSeconds;
+        for (const auto& [name, state] : flink) {
+          refresh = std::max(refresh, state.metrics_fetch_interval);
+        }
+        settle_until = std::max(settle_until,
+                                now + std::max(2 * clock.usual_gap, refresh) + kStallSlackSeconds);
+      }
+      // Always folded in: after a reload to a longer poll interval the usual gap catches up.
+      clock.usual_gap = clock.usual_gap > 0 ? 0.8 * clock.usual_gap + 0.2 * gap : gap;
+    }
+    clock.last = now;
+  }
 
   // --- Kafka history -------------------------------------------------------------------------
 
@@ -401,7 +444,7 @@ struct Analyzer::State {
     const std::optional<double> previous_poll =
         cluster.polled_at > 0 ? std::optional<double>(cluster.polled_at) : std::nullopt;
     cluster.polled_at = now;
-    cluster.requested_at = snapshot.requested_at > 0 ? std::min(now, snapshot.requested_at) : now;
+    cluster.requested_at = KnownAt(snapshot.requested_at, now);
     if (snapshot.metrics_fetch_interval_ms && *snapshot.metrics_fetch_interval_ms > 0) {
       cluster.metrics_fetch_interval = *snapshot.metrics_fetch_interval_ms / 1000;
     }
@@ -548,8 +591,8 @@ struct Analyzer::State {
       }
     }
     FlinkFindings findings;
-    findings.checkpoint_ages = CheckpointAges(
-        *view->second.snapshot, state.requested_at > 0 ? std::min(now, state.requested_at) : now);
+    findings.checkpoint_ages =
+        CheckpointAges(*view->second.snapshot, KnownAt(view->second.snapshot->requested_at, now));
     findings.joins =
         JoinFlinkWithKafka(*view->second.config, *view->second.snapshot, kafka_up,
                            [this, now](const std::string& cluster, const std::string& group,
@@ -966,7 +1009,9 @@ struct Analyzer::State {
                                            std::vector<LagPoint> history,
                                            std::vector<kafka::TopicPartition> stuck) {
     PairState& pair = pairs[key];
-    pair.verdict.Update(Winner(evidence, precedence), now, config.confirm_polls);
+    if (now >= settle_until) {
+      pair.verdict.Update(Winner(evidence, precedence), now, config.confirm_polls);
+    }
     if (!pair.verdict.active()) return std::nullopt;
     DiagnosisFinding finding;
     finding.kafka_cluster = std::get<0>(key);
@@ -1093,8 +1138,7 @@ struct Analyzer::State {
     // against `now` the snapshot would age by however late it is. A REST API that answers in
     // seconds, or a host that stalls (CI saw 12 s, after which Kafka polls ran before the next
     // Flink poll), would make a healthy job's checkpoints look overdue.
-    const double flink_known_at =
-        flink_state.requested_at > 0 ? std::min(now, flink_state.requested_at) : now;
+    const double flink_known_at = KnownAt(flink_state.requested_at, now);
     PairFacts f;
     f.cluster_mismatch = cluster.findings.cluster_mismatch;
     for (const config::CommitModeRule& rule : config.commit_modes) {
@@ -1352,6 +1396,7 @@ void Analyzer::SetConfig(const config::DiagnosisConfig& config) { state_->config
 
 std::shared_ptr<const Findings> Analyzer::ObserveKafka(const std::string& cluster,
                                                        const SourcesView& sources, double now) {
+  state_->NoteObservation('k', cluster, now);
   KafkaClusterState& state = state_->kafka[cluster];
   const auto view = sources.kafka.find(cluster);
   if (view == sources.kafka.end() || view->second.snapshot == nullptr ||
@@ -1377,6 +1422,7 @@ std::shared_ptr<const Findings> Analyzer::ObserveKafka(const std::string& cluste
 
 std::shared_ptr<const Findings> Analyzer::ObserveFlink(const std::string& cluster,
                                                        const SourcesView& sources, double now) {
+  state_->NoteObservation('f', cluster, now);
   const auto view = sources.flink.find(cluster);
   if (view != sources.flink.end() && view->second.snapshot != nullptr) {
     state_->RecordFlink(cluster, *view->second.snapshot, now);
@@ -1396,6 +1442,10 @@ void Analyzer::Retain(const std::set<std::string>& kafka_clusters,
   });
   std::erase_if(state_->pairs, [&](const auto& entry) {
     return !kafka_clusters.contains(std::get<0>(entry.first));
+  });
+  std::erase_if(state_->observation_clocks, [&](const auto& entry) {
+    const auto& [kind, name] = entry.first;
+    return kind == 'k' ? !kafka_clusters.contains(name) : !flink_clusters.contains(name);
   });
 }
 

@@ -12,7 +12,7 @@ import time
 
 class TcpProxy:
     """Forwards 127.0.0.1:port to ``target`` (host, port); ``delay`` seconds before each chunk a
-    client sends is passed on."""
+    client sends is passed on (read at each chunk: set it to change open connections too)."""
 
     def __init__(self, target: tuple[str, int], delay: float = 0.0) -> None:
         self.target = target
@@ -55,16 +55,15 @@ class TcpProxy:
             upstream.settimeout(None)
             with self._lock:
                 self._connections += [client, upstream]
-            for source, sink, delay in ((client, upstream, self.delay), (upstream, client, 0.0)):
-                threading.Thread(target=self._pipe, args=(source, sink, delay),
+            for source, sink, delayed in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pipe, args=(source, sink, delayed),
                                  daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, delay: float) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, delayed: bool) -> None:
         try:
             while data := source.recv(65536):
-                if delay:
-                    time.sleep(delay)
+                if delayed and self.delay:
+                    time.sleep(self.delay)
                 sink.sendall(data)
         except OSError:
             pass

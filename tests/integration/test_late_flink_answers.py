@@ -5,16 +5,18 @@ old as the Flink poll took, and older after a stall. Judged against the time of 
 a healthy job that checkpoints every second looked overdue: CI froze for 12 s once, its Kafka
 polls ran before the next Flink poll, and every such job showed checkpoints_failing. Here:
 
-1. Flink's REST API answers every request 1.5 s late (a TCP proxy: a loaded JobManager), so a
-   Flink poll takes seconds;
-2. lagsight and the Flink MiniCluster's JVM stand still together for 20 s (SIGSTOP: a VM pause,
-   a swap storm; the broker, elsewhere, runs on);
+1. Flink's REST API answers every request 1 s late (a TCP proxy: a loaded JobManager), so a
+   Flink poll takes seconds (the build before the fix showed checkpoints_failing every ~7 s);
+2. at full speed again, lagsight and the Flink MiniCluster's JVM stand still together for 20 s
+   right after a Flink poll (SIGSTOP: a VM pause, a swap storm; the broker, elsewhere, runs on),
+   so the Kafka polls after it see the snapshot from before;
 3. lagsight alone stands still for 20 s (its node pauses; Flink checkpoints on).
 
-Throughout lagsight may show only ``healthy``. Ground truth that each happened comes from the
-real systems: a REST request through the proxy timed here, /proc saying the processes were
-stopped, Flink's own checkpoint history showing the gap the stall left. One broker (the
-session's), one Flink cluster and one lagsight.
+Throughout lagsight may show only ``healthy``, and its Flink source stays up (no poll fails, so
+the late snapshot is what was judged). Ground truth that each happened comes from the real
+systems: a REST request through the proxy timed here, /proc saying the processes were stopped,
+Flink's own checkpoint history showing the gap the stall left. One broker (the session's), one
+Flink cluster and one lagsight.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from tcp_proxy import TcpProxy
 from workload import SteadyProducer, create_topic
 
 PREFIX = f"late-{uuid.uuid4().hex[:6]}"
-REST_DELAY_SECONDS = 1.5
+REST_DELAY_SECONDS = 1.0
 STALL_SECONDS = 20  # far beyond the 8 s after which a 1 s interval's checkpoint is overdue
 OBSERVE_SECONDS = 30
 
@@ -70,6 +72,24 @@ def completed_checkpoints(flink: FlinkJob, jid: str) -> int:
     status, body = flink.checkpoints(jid)
     assert status == 200, body
     return body["counts"]["completed"]
+
+
+def flink_poll_state(lagsight: LagsightProcess) -> tuple[float, float, float]:
+    """(lagsight_flink_up, poll failures so far, completion time of the last good poll)."""
+    metrics = lagsight.scrape()
+
+    def value(name: str) -> float:
+        (only,) = promtext.select(metrics, name, flink_cluster="mini").values()
+        return only
+    return (value("lagsight_flink_up"), value("lagsight_flink_poll_failures_total"),
+            value("lagsight_flink_last_poll_timestamp_seconds"))
+
+
+def right_after_a_flink_poll(lagsight: LagsightProcess) -> None:
+    """Returns as soon as a Flink poll has completed: the next starts a poll interval later."""
+    _, _, last = flink_poll_state(lagsight)
+    wait_until(lambda: flink_poll_state(lagsight)[2] > last, 30, "a Flink poll to complete",
+               interval=0.05)
 
 
 def healthy_throughout(watch: DiagnosisWatch, seconds: float) -> None:
@@ -118,26 +138,36 @@ def test_late_answers_are_judged_when_flink_gave_them(session_broker, lagsight_b
                 # 1. Slow answers: every Flink poll takes several request delays.
                 watch.wait_for("healthy", 150)
                 watch.restart_clock()
+                up, failures, _ = flink_poll_state(lagsight)
                 healthy_throughout(watch, OBSERVE_SECONDS)
                 durations = promtext.select(lagsight.scrape(),
                                             "lagsight_flink_poll_duration_seconds",
                                             flink_cluster="mini")
-                assert list(durations.values())[0] >= 2 * REST_DELAY_SECONDS, durations
+                assert list(durations.values())[0] >= 4 * REST_DELAY_SECONDS, durations
+                assert (up, flink_poll_state(lagsight)[:2]) == (1, (1, failures))
 
                 # 2. The whole machine stands still: lagsight and the Flink JVM.
+                proxy.delay = 0
+                watch.wait_for("healthy", 60, since=time.monotonic())
                 watch.restart_clock()
                 assert largest_trigger_gap(flink, jid) < STALL_SECONDS - 1
+                assert flink.pid is not None
+                _, failures, _ = flink_poll_state(lagsight)
+                right_after_a_flink_poll(lagsight)
                 stopped([lagsight.pid, flink.pid], STALL_SECONDS)
                 wait_until(lambda: largest_trigger_gap(flink, jid) >= STALL_SECONDS - 1, 30,
                            "Flink's checkpoint history to show the stall")
                 healthy_throughout(watch, OBSERVE_SECONDS)
+                assert flink_poll_state(lagsight)[:2] == (1, failures)
 
                 # 3. lagsight's host alone stands still; Flink checkpoints on meanwhile.
                 watch.restart_clock()
                 completed = completed_checkpoints(flink, jid)
+                right_after_a_flink_poll(lagsight)
                 stopped([lagsight.pid], STALL_SECONDS)
                 assert completed_checkpoints(flink, jid) > completed
                 healthy_throughout(watch, OBSERVE_SECONDS)
+                assert flink_poll_state(lagsight)[:2] == (1, failures)
             assert lagsight.running
     finally:
         producer.stop()

@@ -37,19 +37,23 @@ TEST_CASE("a checkpoint newer than the poll's start is 0 s old, never negative",
   CHECK(age->age_seconds == 0);
 }
 
-TEST_CASE("without periodic checkpoints there is an age (savepoints) but no ratio", "[analysis]") {
-  // Flink reports Long.MAX_VALUE as the interval when periodic checkpointing is off.
-  auto job = JobCheckpointingEvery(9.223372036854776e18, 1'000'000'000);
-  auto age = analysis::CheckpointAgeOf(job, 1'000'100);
+TEST_CASE("a ratio needs a periodic interval", "[analysis]") {
+  // As the parser leaves a job without periodic checkpoints (Flink 1.20/2.x answer an interval of
+  // Long.MAX_VALUE): checkpointing off, so no age at all.
+  auto job = JobCheckpointingEvery(1'000, 1'000'000'000);
+  job.checkpoint_config.enabled = false;
+  job.checkpoint_config.interval_ms.reset();
+  job.checkpoints.enabled = false;
+  CHECK_FALSE(analysis::CheckpointAgeOf(job, 1'000'100));
+  CHECK_FALSE(analysis::PeriodicIntervalSeconds(job));
+
+  // An interval of a year or more, however it got here, is no period either.
+  job = JobCheckpointingEvery(9.223372036854776e18, 1'000'000'000);
+  const auto age = analysis::CheckpointAgeOf(job, 1'000'100);
   REQUIRE(age);
   CHECK(age->age_seconds == Approx(100));
   CHECK_FALSE(age->interval_seconds);
   CHECK_FALSE(age->ratio);
-  CHECK_FALSE(analysis::PeriodicIntervalSeconds(job));
-
-  job.checkpoint_config.interval_ms = 60'000;
-  job.checkpoint_config.enabled = false;
-  CHECK_FALSE(analysis::CheckpointAgeOf(job, 1'000'100)->ratio);
 }
 
 TEST_CASE("no age without a completed checkpoint, with checkpointing off, or unreported stats",
