@@ -23,6 +23,8 @@ constexpr double kDefaultMetricsFetchIntervalSeconds = 10;
 // lagsight stood still (a VM pause, swap, SIGSTOP) when a source's observations are this many of
 // its usual gaps apart, plus the slack; what it sees next mixes before and after for a while.
 constexpr double kStallGaps = 2;
+// Added to a checkpoint and two metric refreshes before a young job's offsets are expected.
+constexpr double kFirstCommitSlackSeconds = 5;
 constexpr double kStallSlackSeconds = 5;
 
 // When a snapshot's answers are known to date from: when its poll began (see FlinkSnapshot),
@@ -1158,7 +1160,14 @@ struct Analyzer::State {
         std::max(interval, checkpoint_config.min_pause_ms.value_or(0) / 1000.0 +
                                flink_job.checkpoints.latest_duration_ms.value_or(0) / 1000.0);
     f.job_age_seconds = now - job.running_since;
-    f.grace_seconds = std::max(2 * f.expected_checkpoint_gap_seconds, window_seconds / 2);
+    // Before a young job's offsets can be expected: its first checkpoint commits, Flink's
+    // metric fetcher shows the committedOffset up to a refresh later, and a job that moves
+    // meanwhile is matched to its group on the refresh after (CI: a job restarted after an offset
+    // reset, window 30 s, was matched 18 s after its start, 3 s after a grace of window/2).
+    f.grace_seconds =
+        std::max({2 * f.expected_checkpoint_gap_seconds, window_seconds / 2,
+                  f.expected_checkpoint_gap_seconds + 2 * flink_state.metrics_fetch_interval +
+                      kFirstCommitSlackSeconds});
 
     // The pair's partitions, the Flink-side lag over them and since when each position stands.
     std::set<std::string> topics;

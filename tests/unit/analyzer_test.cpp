@@ -899,6 +899,22 @@ World JobWithoutGroup() {
 
 }  // namespace
 
+TEST_CASE("a young job's offsets are expected only once a commit can have been seen through Flink",
+          "[analysis]") {
+  // Flink's default metric refresh (10 s) and a 30 s window: the first commit shows up in the
+  // REST API up to a refresh after the first checkpoint, and a job that moves is matched on the
+  // refresh after. Grace: max(2 gaps, window/2 = 15 s, 1 s + 2 x 10 s + 5 s = 26 s).
+  World world = JobWithoutGroup();
+  world.fetch_interval_ms = 10'000;
+  world.job_start = world.now;
+  int first = -1;
+  for (int second = 0; second < 60 && first < 0; ++second) {
+    if (RunJobWithoutGroup(world, 1, 30).contains(Cause::kOffsetsMissing)) first = second;
+  }
+  CHECK(first >= 26);
+  CHECK(first <= 30);
+}
+
 TEST_CASE("commit modes: a job behind without a group is offsets_missing unless stated external",
           "[analysis]") {
   World unstated = JobWithoutGroup();
