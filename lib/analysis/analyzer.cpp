@@ -23,9 +23,9 @@ constexpr double kDefaultMetricsFetchIntervalSeconds = 10;
 // lagsight stood still (a VM pause, swap, SIGSTOP) when a source's observations are this many of
 // its usual gaps apart, plus the slack; what it sees next mixes before and after for a while.
 constexpr double kStallGaps = 2;
+constexpr double kStallSlackSeconds = 5;
 // Added to a checkpoint and two metric refreshes before a young job's offsets are expected.
 constexpr double kFirstCommitSlackSeconds = 5;
-constexpr double kStallSlackSeconds = 5;
 
 // When a snapshot's answers are known to date from: when its poll began (see FlinkSnapshot),
 // never after it was observed; unknown (0): when it was observed.
