@@ -884,6 +884,10 @@ struct Analyzer::State {
           for (const FlinkUnreadPartition& unread : join->unread) {
             finding->unread_partitions.push_back({unread.topic, unread.partition});
           }
+          if (join->idle_subtasks && join->parallelism) {
+            finding->idle_subtasks += *join->idle_subtasks;
+            finding->source_subtasks += *join->parallelism;
+          }
         }
         pair.last = finding;
       }

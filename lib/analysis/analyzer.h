@@ -106,6 +106,9 @@ struct DiagnosisFinding {
   std::vector<kafka::TopicPartition> stuck_partitions;  // named by partition_stuck
   // Partitions of the pair's topics that no subtask of the job reads (FlinkUnreadPartition).
   std::vector<kafka::TopicPartition> unread_partitions;
+  // Subtasks of the job's sources on the pair that hold no split, of how many (FlinkSourceJoin).
+  int idle_subtasks = 0;
+  int source_subtasks = 0;
   // What the status page shows next to the cause.
   std::optional<std::int64_t> kafka_lag;  // group lag on the pair's topics (records)
   std::optional<std::int64_t> flink_lag;

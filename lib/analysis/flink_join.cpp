@@ -113,6 +113,21 @@ GroupMatch MatchGroups(const Resolved& resolved, const std::string& cluster,
   return {by_fit.begin()->second, by_fit.begin()->first};
 }
 
+// The source's parallelism and its subtasks without a split. Subtask indexes at or above the
+// parallelism (metrics Flink still serves from before a rescale) are not among its subtasks.
+void CountIdleSubtasks(const flink::FlinkJob& job, const flink::SourceReader& source,
+                       FlinkSourceJoin& join) {
+  const auto vertex =
+      std::find_if(job.vertices.begin(), job.vertices.end(),
+                   [&](const flink::Vertex& v) { return v.id == source.vertex_id; });
+  if (vertex == job.vertices.end() || vertex->parallelism <= 0) return;
+  join.parallelism = vertex->parallelism;
+  const auto reading =
+      std::count_if(source.subtasks_with_splits.begin(), source.subtasks_with_splits.end(),
+                    [&](int subtask) { return subtask >= 0 && subtask < vertex->parallelism; });
+  if (reading > 0) join.idle_subtasks = vertex->parallelism - static_cast<int>(reading);
+}
+
 }  // namespace
 
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
@@ -135,6 +150,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       join.job_id = job.overview.id;
       join.job_name = job.overview.name;
       join.source = labels[index];
+      CountIdleSubtasks(job, source, join);
 
       // Which Kafka cluster: the mapping's, the Flink cluster's, or the only one there is.
       std::string cluster = mapping != nullptr && !mapping->kafka_cluster.empty()

@@ -8,7 +8,8 @@
 //    `CommittedEarlier`, a moment ago: Flink serves its metrics up to a refresh late);
 //  - computes per partition the Flink-side lag = log end - (currentOffset + 1) and the
 //    checkpoint gap = (currentOffset + 1) - committedOffset, and their per-topic sums;
-//  - names the partitions of each topic it reads that no subtask of the source reads.
+//  - names the partitions of each topic it reads that no subtask of the source reads, and counts
+//    the subtasks that read no partition at all.
 #pragma once
 
 #include <functional>
@@ -81,6 +82,12 @@ struct FlinkSourceJoin {
   std::vector<FlinkTopicJoin> topics;
   std::vector<FlinkUnreadPartition> unread;
   std::vector<UnresolvedTopic> unresolved;
+  // The source vertex's parallelism, and how many of its subtasks hold no split (a parallelism
+  // above the partition count): idle readers, which hold the job's watermark back unless its
+  // WatermarkStrategy declares idleness. Idle subtasks stay empty until some subtask reports a
+  // partition (before that nothing tells a reader without splits from one not yet measured).
+  std::optional<int> parallelism;
+  std::optional<int> idle_subtasks;
 };
 
 // "Source: orders-source -> Map" -> "orders-source": the label a source goes by.

@@ -355,6 +355,7 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
     switch (classified->kind) {
       case Kind::kCurrentOffset:
       case Kind::kCommittedOffset: {
+        reader.subtasks_with_splits.insert(classified->subtask);
         if (*value == -1) break;  // the reader has no position for it (yet)
         if (*value < 0 || *value >= kTwoTo63) {
           Note(anomalies, "metric " + id + " = " + std::to_string(*value) +

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,9 @@ struct SourceReader {
   std::string vertex_id;
   std::string name;  // vertex name, e.g. "Source: orders-source"
   std::map<MetricTopicPartition, SourceOffsets> partitions;
+  // Subtask indexes that report an offset metric of some partition: the KafkaSource registers
+  // them when a split is assigned (-1 until the first record), so these subtasks hold a split.
+  std::set<int> subtasks_with_splits;
   std::optional<double> commits_succeeded;  // summed over subtasks
   std::optional<double> commits_failed;
   std::optional<double> pending_records;

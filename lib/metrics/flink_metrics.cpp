@@ -131,6 +131,14 @@ constexpr MetricDef kUnreadBacklog{
     "Records in a partition no subtask of the source reads: log end - log start, what a start "
     "from the earliest offset would read there.",
     MetricType::Gauge};
+constexpr MetricDef kParallelism{"lagsight_flink_source_parallelism",
+                                 "Parallelism of the source vertex (its subtasks).",
+                                 MetricType::Gauge};
+constexpr MetricDef kIdleSubtasks{
+    "lagsight_flink_source_idle_subtasks",
+    "Subtasks of the source that hold no partition (parallelism above the partition count): "
+    "idle readers hold the watermark back unless the job declares idleness.",
+    MetricType::Gauge};
 constexpr MetricDef kRestarts{"lagsight_flink_job_restarts_total",
                               "Restarts of the job since it was submitted (Flink's numRestarts).",
                               MetricType::Counter};
@@ -237,6 +245,8 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
                {"association", join.association}},
               1);
     }
+    if (join.parallelism) out.Add(kParallelism, source_labels, *join.parallelism);
+    if (join.idle_subtasks) out.Add(kIdleSubtasks, source_labels, *join.idle_subtasks);
     for (const analysis::FlinkPartitionJoin& partition : join.partitions) {
       Labels labels = source_labels;
       labels.emplace_back("topic", partition.topic);

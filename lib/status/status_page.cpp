@@ -375,6 +375,14 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
     AppendEscaped(out, finding.job_id);
     out += "</div>";
     AppendPartitionLines(out, "sub unread", "not read: ", finding.unread_partitions);
+    if (finding.idle_subtasks > 0) {
+      // Readers without a split hold the watermark back unless the job declares idleness.
+      out += "<div class=\"sub idle\">idle readers: ";
+      AppendInteger(out, finding.idle_subtasks);
+      out += " of ";
+      AppendInteger(out, finding.source_subtasks);
+      out += " subtasks hold no partition</div>";
+    }
   }
   out += "</td><td class=\"num kafka-lag\">";
   AppendOptionalCount(out, finding.kafka_lag);

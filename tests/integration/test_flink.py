@@ -76,8 +76,10 @@ def test_flink_half_equals_rest_and_kafka(version, kafka_broker, start_lagsight,
         produce(bootstrap, topic, [200] * PARTITIONS)
     delay_file = tmp_path / "delay"
     delay_file.write_text("0")
+    # job1 runs more subtasks (4) than its topic has partitions (3): one reader holds no split.
+    parallelisms = [2, 4]
     specs = [JobSpec(name=f"{unique_prefix}-job{i}", topics=[topics[i]], group=groups[i],
-                     checkpoint_ms=1000, parallelism=2, delay_file=delay_file)
+                     checkpoint_ms=1000, parallelism=parallelisms[i], delay_file=delay_file)
              for i in range(2)]
     with FlinkJob(version, specs, tmp_path / "flink", bootstrap=bootstrap) as flink:
         lagsight = start_lagsight(bootstrap, flink=[{
@@ -124,6 +126,23 @@ def test_flink_half_equals_rest_and_kafka(version, kafka_broker, start_lagsight,
         associations = {(dict(k)["job_name"], dict(k)["group"], dict(k)["association"])
                         for k in promtext.select(metrics, "lagsight_flink_job_group_info")}
         assert associations == {(specs[i].name, groups[i], "matched") for i in range(2)}
+
+        # Idle readers: the vertex's parallelism (REST) less the subtasks whose reader reports a
+        # partition (REST metric ids); the connector spreads partitions over consecutive
+        # subtasks, so that is max(0, parallelism - partitions).
+        for spec, jid in zip(specs, jids):
+            vid = flink.vertex_id(jid, "Source")
+            (vertex,) = [v for v in flink.rest_get(f"/jobs/{jid}")[1]["vertices"]
+                         if v["id"] == vid]
+            reading = {int(m["id"].split(".", 1)[0]) for m in flink.vertex_metrics(jid, vid)
+                       if OFFSET_ID.match(m["id"])}
+            assert vertex["parallelism"] == spec.parallelism
+            assert vertex["parallelism"] - len(reading) == max(0, spec.parallelism - PARTITIONS)
+            assert list(promtext.select(metrics, "lagsight_flink_source_parallelism",
+                                        job_id=jid).values()) == [spec.parallelism]
+            assert list(promtext.select(metrics, "lagsight_flink_source_idle_subtasks",
+                                        job_id=jid).values()) == [
+                vertex["parallelism"] - len(reading)]
 
         # Slow the jobs to a halt, write more: Flink-side lag = log end (Kafka) - position (REST).
         delay_file.write_text("60000000")

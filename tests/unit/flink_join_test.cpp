@@ -236,3 +236,35 @@ TEST_CASE("with the Kafka cluster down, offsets are still joined but no lag is i
   CHECK(joins[0].partitions.empty());  // without Kafka's topic list the name cannot be mapped
   CHECK(joins[0].unresolved.empty());  // ... and is not wrongly called unknown
 }
+
+TEST_CASE("subtasks of a source that hold no split are counted as idle readers", "[analysis]") {
+  const auto kafka = Kafka();
+  auto flink = OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}});
+  flink::FlinkJob& job = flink.jobs[0];
+  // Parallelism 3 on a 2-partition topic: subtasks 0 and 1 hold a split, subtask 2 none. Index
+  // 5 is a metric left from before a rescale down: not one of the vertex's subtasks now.
+  job.vertices = {{"v1", "Source: orders-source -> Map", 3}, {"v2", "Sink", 1}};
+  job.sources[0].subtasks_with_splits = {0, 1, 5};
+  auto joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  REQUIRE(joins.size() == 1);
+  CHECK(joins[0].parallelism == 3);
+  CHECK(joins[0].idle_subtasks == 1);
+
+  // Every subtask holds a split: none idle.
+  job.vertices[0].parallelism = 2;
+  joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK(joins[0].idle_subtasks == 0);
+
+  // No subtask reports a partition yet (metrics not fetched yet): nothing is claimed.
+  job.sources[0].subtasks_with_splits.clear();
+  joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK(joins[0].parallelism == 2);
+  CHECK_FALSE(joins[0].idle_subtasks);
+
+  // The source's vertex is not in the job's vertex list: neither is known.
+  job.vertices.clear();
+  job.sources[0].subtasks_with_splits = {0};
+  joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK_FALSE(joins[0].parallelism);
+  CHECK_FALSE(joins[0].idle_subtasks);
+}

@@ -193,6 +193,19 @@ TEST_CASE("each subtask's watermark lag is kept: the largest holds the watermark
   CHECK(reader.subtask_watermark_lag_ms == std::map<int, double>{{0, 95'000}, {1, 900}});
 }
 
+TEST_CASE("the subtasks that hold a split are those reporting a partition's offset", "[flink]") {
+  // Subtask 1 was assigned partition 3 and has read nothing yet (-1): it holds a split all the
+  // same. Subtask 2 reports only task metrics: it holds none.
+  const SourceReader reader = CombineSourceMetrics(
+      "v", "Source: s",
+      {{"0.Source__s.KafkaSourceReader.topic.t.partition.0.currentOffset", 99},
+       {"0.Source__s.KafkaSourceReader.topic.t.partition.2.committedOffset", 40},
+       {"1.Source__s.KafkaSourceReader.topic.t.partition.3.currentOffset", -1},
+       {"2.Source__s.watermarkLag", 10},
+       {"2.busyTimeMsPerSecond", 0}});
+  CHECK(reader.subtasks_with_splits == std::set<int>{0, 1});
+}
+
 TEST_CASE("metric queries are split to keep URLs short", "[flink]") {
   std::vector<std::string> ids(100, std::string(50, 'a'));
   const auto batches = BatchMetricQueries(ids, 1000);

@@ -230,3 +230,17 @@ TEST_CASE("status page: the partitions no subtask of the job reads, under the jo
   findings.diagnosis[0].unread_partitions.clear();
   CHECK(RenderStatusPage(findings, KafkaUp(), "1.0", kNow).find("not read: ") == std::string::npos);
 }
+
+TEST_CASE("status page: idle readers of the job, under the job", "[status]") {
+  Findings findings;
+  DiagnosisFinding finding = Pair("orders", "enrich", Cause::kHealthy);
+  finding.idle_subtasks = 1;
+  finding.source_subtasks = 4;
+  findings.diagnosis = {finding};
+  CHECK(RenderStatusPage(findings, KafkaUp(), "1.0", kNow)
+            .find("idle readers: 1 of 4 subtasks hold no partition") != std::string::npos);
+
+  findings.diagnosis[0].idle_subtasks = 0;
+  CHECK(RenderStatusPage(findings, KafkaUp(), "1.0", kNow).find("idle readers") ==
+        std::string::npos);
+}
