@@ -389,10 +389,22 @@ def test_every_dashboard_query_returns_data(env):
     assert {key for key, _ in checks} >= set(NO_DATA_ALLOWED), "allow-list names no real query"
 
     # The diagnosis table at "All" lists the Kafka-only group too (job_name="" matches `.*`).
+    # A job's row appears once lagsight paired it with its group, after its first commit: the
+    # panel checks above can all be met by then (CI once read this 14 s after lagsight started,
+    # before either job had committed), so it is waited for like them.
     diagnosis = next(expr for title, ref, expr, _ in targets if title == "Diagnosis" and ref == "A")
-    rows = env.prometheus.query(fill(diagnosis, {}))
-    assert {(r["metric"].get("group", ""), r["metric"].get("job_name", "")) for r in rows} >= {
-        (HEALTHY, HEALTHY), (FAILING, FAILING), (KAFKA_ONLY, "")}, rows
+    expected = {(HEALTHY, HEALTHY), (FAILING, FAILING), (KAFKA_ONLY, "")}
+    rows: list = []
+
+    def diagnosis_rows() -> bool:
+        rows[:] = env.prometheus.query(fill(diagnosis, {}))
+        return {(r["metric"].get("group", ""), r["metric"].get("job_name", ""))
+                for r in rows} >= expected
+    try:
+        wait_until(diagnosis_rows, DATA_TIMEOUT, "the diagnosis table to list every pair",
+                   interval=INTERVAL_SECONDS)
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {rows}") from None
     print(f"\n[e2e-prometheus] {len(checks)} dashboard queries checked "
           f"({len(NO_DATA_ALLOWED)} allow-listed without data)")
 
