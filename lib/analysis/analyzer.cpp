@@ -93,6 +93,9 @@ struct SourceSample {
   double succeeded = 0;
   double failed = 0;
   bool committed_known = false;  // the reader reported a committedOffset on some partition
+  // A FlinkKafkaConsumer in a job without checkpointing: the connector leaves committing to the
+  // Kafka client's own timer (enable.auto.commit), which Flink's metrics never see.
+  bool kafka_client_commits = false;
 };
 
 // A source's Flink-side lag summed over its partitions, for its catch-up time.
@@ -523,7 +526,11 @@ struct Analyzer::State {
             taken->second = {*offsets.current, taken_at_least};
           }
         }
-        series.Add({now, succeeded, reader.commits_failed.value_or(0), committed_known});
+        const bool kafka_client_commits =
+            reader.connector == flink::SourceConnector::kFlinkKafkaConsumer &&
+            job.checkpoint_stats_reported && !job.checkpoints.enabled;
+        series.Add({now, succeeded, reader.commits_failed.value_or(0), committed_known,
+                    kafka_client_commits});
       }
     }
     // A job absent from this poll is missing, not gone: a blip must not rebuild its state. It is
@@ -551,11 +558,12 @@ struct Analyzer::State {
     });
   }
 
-  // "checkpoint", "none" or "unknown": see SourceFindings::commit_mode.
+  // "checkpoint", "auto", "none" or "unknown": see SourceFindings::commit_mode.
   static std::string CommitMode(const ThinningSeries<SourceSample>& series,
                                 const ThinningSeries<JobSample>& job) {
     if (series.empty() || job.empty()) return "unknown";
     const SourceSample& latest = series.back();
+    if (latest.kafka_client_commits) return "auto";
     if (latest.succeeded > 0 || latest.failed > 0 || latest.committed_known) return "checkpoint";
     // Two checkpoints completed while the source was watched: a source that commits would have
     // committed (the first commit on a fresh broker can take one checkpoint longer).
@@ -1248,7 +1256,9 @@ struct Analyzer::State {
           series->second, [](const SourceSample& s) { return s.failed; }, now, window_seconds);
       f.commits_succeeded_in_window += IncreaseOverWindow(
           series->second, [](const SourceSample& s) { return s.succeeded; }, now, window_seconds);
-      all_commit_nothing &= CommitMode(series->second, job.samples) == "none";
+      const std::string mode = CommitMode(series->second, job.samples);
+      all_commit_nothing &= mode == "none";
+      f.kafka_client_commits |= mode == "auto";
       f.group_expected |= join->association == "configured";
       f.group_candidates |= !join->candidate_groups.empty();
     }

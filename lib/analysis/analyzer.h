@@ -73,8 +73,9 @@ struct SourceFindings {
   std::string source;
   std::optional<double> commit_failure_ratio;  // over the window; none without commits
   // How the source keeps its position in Kafka, as far as lagsight can tell: "checkpoint" (it
-  // commits on checkpoints), "none" (checkpoints complete and it never commits: no group.id, or
-  // commits switched off) or "unknown" (too early to say).
+  // commits on checkpoints), "auto" (a FlinkKafkaConsumer without checkpointing: the Kafka client
+  // commits on its own timer, unseen by Flink), "none" (checkpoints complete and it never
+  // commits: no group.id, or commits switched off) or "unknown" (too early to say).
   std::string commit_mode = "unknown";
   // Seconds until the source's Flink-side lag reaches 0 at the pace it shrank over the window.
   std::optional<double> catch_up_seconds;

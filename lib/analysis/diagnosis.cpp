@@ -168,14 +168,18 @@ Evidence PairEvidenceFrom(const PairFacts& f, const config::DiagnosisConfig& con
   const bool grace_over = f.job_age_seconds >= f.grace_seconds;
   using Mode = config::CommitModeRule::Mode;
   const bool stated_checkpoint = f.stated_commit_mode == Mode::kCheckpoint;
+  // The Kafka client commits on its own: Flink's side holds no evidence either way (no counters,
+  // no committedOffset to match a group by), so only a known group without offsets says more.
+  const bool client_commits = f.stated_commit_mode == Mode::kAuto || f.kafka_client_commits;
   const bool offsets_missing =
       // Kept elsewhere (a store) or nowhere, by design: nothing is missing from Kafka.
       f.stated_commit_mode != Mode::kExternal && f.stated_commit_mode != Mode::kNone &&
       ((f.group_known && !f.group_has_offsets) ||
-       // Commits nothing: a fact by design, a problem when a group is expected of the job.
-       (f.commits_nothing && (f.group_expected || f.group_known || stated_checkpoint)) ||
-       // It should commit (it is not known to commit nothing) yet no group holds its offsets.
-       (!f.group_known && !f.group_candidates && !f.commits_nothing));
+       (!client_commits &&
+        // Commits nothing: a fact by design, a problem when a group is expected of the job.
+        ((f.commits_nothing && (f.group_expected || f.group_known || stated_checkpoint)) ||
+         // It should commit (it is not known to commit nothing) yet no group holds its offsets.
+         (!f.group_known && !f.group_candidates && !f.commits_nothing))));
   if (grace_over && offsets_missing) e.Add(Cause::kOffsetsMissing);
 
   if (f.moved_back == MovedBack::kRestore && lag_matters) {

@@ -118,6 +118,9 @@ struct PairFacts {
   // switched off): offsets_missing only when the operator said it commits to a group.
   bool commits_nothing = false;
   bool group_expected = false;  // a configured mapping names the group
+  // A source commits through the Kafka client's own timer (commit mode "auto"): Flink's
+  // counters never see those commits, and only a group's offsets can tell.
+  bool kafka_client_commits = false;
   // What diagnosis.commit_modes (or a positions: store) states for the job, if anything.
   std::optional<config::CommitModeRule::Mode> stated_commit_mode;
   bool group_known = false;        // a group is associated (configured, matched or remembered)

@@ -661,9 +661,11 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
         rule.mode = CommitModeRule::Mode::kExternal;
       } else if (mode == "none") {
         rule.mode = CommitModeRule::Mode::kNone;
+      } else if (mode == "auto") {
+        rule.mode = CommitModeRule::Mode::kAuto;
       } else if (mode != "checkpoint") {
         reader.Fail(item["mode"], item_path + ".mode",
-                    "\"" + mode + "\" must be checkpoint, external or none");
+                    "\"" + mode + "\" must be checkpoint, auto, external or none");
       }
       diagnosis.commit_modes.push_back(std::move(rule));
     }

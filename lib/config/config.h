@@ -112,10 +112,12 @@ struct LatenessTarget {
 // How a Flink job keeps its position, as the operator states it (first matching rule): a job that
 // keeps it elsewhere by design (`external`: a store; `none`: nowhere, e.g. it always starts at
 // latest) never gets offsets_missing; a job stated to commit on checkpoints (`checkpoint`) gets it
-// as soon as it commits nothing, mapping or not. Jobs a `positions:` store is for are `external`
-// unless a rule says otherwise.
+// as soon as it commits nothing, mapping or not; a job whose Kafka client commits on its own
+// timer (`auto`: the legacy FlinkKafkaConsumer without checkpointing, enable.auto.commit) gets it
+// only when its group holds no offsets. Jobs a `positions:` store is for are `external` unless a
+// rule says otherwise.
 struct CommitModeRule {
-  enum class Mode { kCheckpoint, kExternal, kNone };
+  enum class Mode { kCheckpoint, kAuto, kExternal, kNone };
   Pattern job;  // full match on the job name
   Mode mode = Mode::kCheckpoint;
 

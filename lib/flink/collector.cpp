@@ -285,7 +285,8 @@ asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::
         outcome.job = Error{"source vertex \"" + vertex.name + "\": " + reader.error().message};
         co_return;
       }
-      // A source vertex without KafkaSourceReader metrics reads something else than Kafka.
+      // A source vertex without Kafka source metrics (KafkaSource or FlinkKafkaConsumer) reads
+      // something else than Kafka.
       if (!reader->partitions.empty() || reader->commits_succeeded || reader->commits_failed) {
         job.sources.push_back(std::move(reader).value());
       }

@@ -282,11 +282,23 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
            (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '.');
   };
 
-  // Per partition:
-  // "<operator>.KafkaSourceReader.topic.<topic>.partition.<p>.<currentOffset|committedOffset>"
-  constexpr std::string_view kTopicMarker = ".KafkaSourceReader.topic.";
-  if (const std::size_t topic_at = rest.find(kTopicMarker); topic_at != std::string_view::npos) {
-    const std::string_view tail = rest.substr(topic_at + kTopicMarker.size());
+  // Per partition, from the KafkaSource (FLIP-27) reader:
+  //   "<operator>.KafkaSourceReader.topic.<topic>.partition.<p>.<currentOffset|committedOffset>"
+  // and from the legacy FlinkKafkaConsumer (Flink 1.x connector line), whose gauges mean the same
+  // (the last emitted record's offset; the offset + 1 it last sent Kafka to commit):
+  //   "<operator>.KafkaConsumer.topic.<topic>.partition.<p>.<currentOffsets|committedOffsets>"
+  struct OffsetFamily {
+    std::string_view marker, current, committed;
+    bool legacy;
+  };
+  static constexpr OffsetFamily kOffsetFamilies[] = {
+      {".KafkaSourceReader.topic.", "currentOffset", "committedOffset", false},
+      {".KafkaConsumer.topic.", "currentOffsets", "committedOffsets", true},
+  };
+  for (const OffsetFamily& family : kOffsetFamilies) {
+    const std::size_t topic_at = rest.find(family.marker);
+    if (topic_at == std::string_view::npos) continue;
+    const std::string_view tail = rest.substr(topic_at + family.marker.size());
     const std::size_t partition_at = tail.rfind(".partition.");
     if (partition_at == std::string_view::npos) return std::nullopt;
     const std::string_view after =
@@ -294,9 +306,9 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
     const std::size_t dot = after.find('.');
     if (dot == std::string_view::npos) return std::nullopt;
     const std::string_view metric = after.substr(dot + 1);
-    if (metric == "currentOffset") {
+    if (metric == family.current) {
       result.kind = Kind::kCurrentOffset;
-    } else if (metric == "committedOffset") {
+    } else if (metric == family.committed) {
       result.kind = Kind::kCommittedOffset;
     } else {
       return std::nullopt;
@@ -307,19 +319,33 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
     if (pec != std::errc() || pend != after.data() + dot || tp.escaped_topic.empty())
       return std::nullopt;
     result.partition = std::move(tp);
+    result.legacy = family.legacy;
     return result;
   }
-  static constexpr std::pair<std::string_view, Kind> kSuffixes[] = {
-      {"KafkaSourceReader.commitsSucceeded", Kind::kCommitsSucceeded},
-      {"KafkaSourceReader.commitsFailed", Kind::kCommitsFailed},
-      {"KafkaSourceReader.KafkaConsumer.records-lag-max", Kind::kRecordsLagMax},
-      {"pendingRecords", Kind::kPendingRecords},
-      {"currentEmitEventTimeLag", Kind::kEmitEventTimeLag},
-      {"watermarkLag", Kind::kWatermarkLag},
+  struct Suffix {
+    std::string_view suffix;
+    Kind kind;
+    bool legacy;
   };
-  for (const auto& [suffix, kind] : kSuffixes) {
-    if (ends_with(suffix)) {
-      result.kind = kind;
+  // First match wins: the KafkaSource's commit counters live in its reader's group, the
+  // FlinkKafkaConsumer's directly in the operator's ("<operator>.commitsSucceeded"). Both
+  // forward the Kafka client's metrics under "KafkaConsumer".
+  static constexpr Suffix kSuffixes[] = {
+      {"KafkaSourceReader.commitsSucceeded", Kind::kCommitsSucceeded, false},
+      {"KafkaSourceReader.commitsFailed", Kind::kCommitsFailed, false},
+      {"commitsSucceeded", Kind::kCommitsSucceeded, true},
+      {"commitsFailed", Kind::kCommitsFailed, true},
+      {"KafkaConsumer.records-lag-max", Kind::kRecordsLagMax, false},
+      {"pendingRecords", Kind::kPendingRecords, false},
+      {"currentEmitEventTimeLag", Kind::kEmitEventTimeLag, false},
+      {"watermarkLag", Kind::kWatermarkLag, false},
+  };
+  for (const Suffix& entry : kSuffixes) {
+    // The legacy counters need an operator scope before them ("<subtask>.commitsSucceeded"
+    // alone is no source's).
+    if (ends_with(entry.suffix) && (!entry.legacy || rest.size() > entry.suffix.size())) {
+      result.kind = entry.kind;
+      result.legacy = entry.legacy;
       return result;
     }
   }
@@ -334,6 +360,23 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
     return std::nullopt;
   return result;
 }
+
+namespace {
+
+// KafkaTopicPartitionStateSentinel of the Flink 1.x Kafka connector: OFFSET_NOT_SET,
+// EARLIEST_OFFSET, LATEST_OFFSET, GROUP_OFFSET (-915623761776 .. -915623761773).
+constexpr double kLegacySentinelLowest = -915623761776.0;
+constexpr double kLegacySentinelHighest = -915623761773.0;
+
+void NoteConnector(SourceReader& reader, bool legacy) {
+  const SourceConnector seen =
+      legacy ? SourceConnector::kFlinkKafkaConsumer : SourceConnector::kKafkaSource;
+  // Both in one vertex (a chained vertex of two sources) reads as the KafkaSource: its offsets
+  // are the ones the join understands best, and the connector is only a label.
+  if (reader.connector == SourceConnector::kUnknown || !legacy) reader.connector = seen;
+}
+
+}  // namespace
 
 SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
                                   const std::map<std::string, std::optional<double>>& values,
@@ -356,7 +399,13 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
       case Kind::kCurrentOffset:
       case Kind::kCommittedOffset: {
         reader.subtasks_with_splits.insert(classified->subtask);
+        NoteConnector(reader, classified->legacy);
         if (*value == -1) break;  // the reader has no position for it (yet)
+        // The FlinkKafkaConsumer's placeholders until it has a position (start from the group,
+        // earliest, latest; not set): no position yet, as -1 is for the KafkaSource.
+        if (classified->legacy && *value >= kLegacySentinelLowest &&
+            *value <= kLegacySentinelHighest)
+          break;
         if (*value < 0 || *value >= kTwoTo63) {
           Note(anomalies, "metric " + id + " = " + std::to_string(*value) +
                               " is not a possible offset; left out");
@@ -370,6 +419,7 @@ SourceReader CombineSourceMetrics(std::string vertex_id, std::string name,
       }
       case Kind::kCommitsSucceeded:
       case Kind::kCommitsFailed:
+        NoteConnector(reader, classified->legacy);
         if (*value < 0) {
           Note(anomalies,
                "counter " + id + " = " + std::to_string(*value) + " cannot be negative; left out");

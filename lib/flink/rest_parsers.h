@@ -59,6 +59,9 @@ struct SourceMetricId {
     kIdleTime,
   } kind = Kind::kCurrentOffset;
   std::optional<MetricTopicPartition> partition;  // for the two offset kinds
+  // Reported by the legacy FlinkKafkaConsumer (its "KafkaConsumer.topic..." offsets and operator
+  // level commit counters), not by the KafkaSource reader.
+  bool legacy = false;
 };
 
 // Recognises the ids lagsight reads from a source vertex; std::nullopt for all others.

@@ -82,9 +82,18 @@ struct SourceOffsets {
 };
 
 // One source vertex's KafkaSourceReader metrics, combined over its subtasks.
+// Which Kafka source implementation reports a vertex's metrics; both mean the same by their
+// offsets and commit counters, so everything downstream treats them alike.
+enum class SourceConnector {
+  kUnknown,
+  kKafkaSource,         // FLIP-27 KafkaSource, Flink 1.14+ and 2.x
+  kFlinkKafkaConsumer,  // the legacy SourceFunction, Flink 1.x connector line only
+};
+
 struct SourceReader {
   std::string vertex_id;
   std::string name;  // vertex name, e.g. "Source: orders-source"
+  SourceConnector connector = SourceConnector::kUnknown;
   std::map<MetricTopicPartition, SourceOffsets> partitions;
   // Subtask indexes that report an offset metric of some partition: the KafkaSource registers
   // them when a split is assigned (-1 until the first record), so these subtasks hold a split.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 namespace lagsight::metrics {
@@ -139,6 +140,11 @@ constexpr MetricDef kIdleSubtasks{
     "Subtasks of the source that hold no partition (parallelism above the partition count): "
     "idle readers hold the watermark back unless the job declares idleness.",
     MetricType::Gauge};
+constexpr MetricDef kSourceInfo{
+    "lagsight_flink_source_info",
+    "A Kafka source of the job (always 1); connector is KafkaSource or FlinkKafkaConsumer (the "
+    "legacy consumer of the Flink 1.x connector line).",
+    MetricType::Gauge};
 constexpr MetricDef kRestarts{"lagsight_flink_job_restarts_total",
                               "Restarts of the job since it was submitted (Flink's numRestarts).",
                               MetricType::Counter};
@@ -152,6 +158,18 @@ constexpr MetricDef kUnresolved{
     "1 for a topic name in the source's metrics that maps to no (unknown) or "
     "several (ambiguous) real topics.",
     MetricType::Gauge};
+
+std::string_view ConnectorName(flink::SourceConnector connector) {
+  switch (connector) {
+    case flink::SourceConnector::kKafkaSource:
+      return "KafkaSource";
+    case flink::SourceConnector::kFlinkKafkaConsumer:
+      return "FlinkKafkaConsumer";
+    case flink::SourceConnector::kUnknown:
+      break;
+  }
+  return {};
+}
 
 void AddIf(FamilyBuilder& out, const MetricDef& def, const Labels& labels,
            const std::optional<double>& value, double scale = 1) {
@@ -209,6 +227,11 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
       const flink::SourceReader& source = job.sources[i];
       Labels labels = job_labels;
       labels.emplace_back("source", source_labels[i]);
+      if (const std::string_view connector = ConnectorName(source.connector); !connector.empty()) {
+        Labels info_labels = labels;
+        info_labels.emplace_back("connector", std::string(connector));
+        out.Add(kSourceInfo, info_labels, 1);
+      }
       AddIf(out, kCommitsSucceeded, labels, source.commits_succeeded);
       AddIf(out, kCommitsFailed, labels, source.commits_failed);
       AddIf(out, kPending, labels, source.pending_records);

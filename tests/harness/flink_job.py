@@ -121,6 +121,7 @@ class JobSpec:
     discovery_ms: int | None = None
     watermarks: str = "monotonous"    # monotonous | none
     chain: bool = False
+    connector: str = "source"         # source (KafkaSource) | legacy (FlinkKafkaConsumer, 1.20 only)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -142,6 +143,7 @@ class JobSpec:
             "allow-non-restored": "true" if self.allow_non_restored else None,
             "discovery-ms": self.discovery_ms, "watermarks": self.watermarks,
             "chain": str(self.chain).lower(),
+            "connector": None if self.connector == "source" else self.connector,
         }
         items += [(k, v) for k, v in optional.items() if v is not None]
         items += list(self.extra.items())

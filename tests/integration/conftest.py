@@ -191,11 +191,12 @@ class LagsightProcess:
 
 def lagsight_config(bootstrap: str, groups: dict | None = None,
                     topics: dict | None = None, flink: list[dict] | None = None,
-                    properties: dict[str, str] | None = None) -> dict:
+                    properties: dict[str, str] | None = None,
+                    diagnosis: dict | None = None) -> dict:
     """A one-cluster config polling every second, in the YAML shape lagsight reads.
 
     ``flink`` is the config's list of Flink clusters, if any; ``properties`` the cluster's
-    librdkafka properties (security settings).
+    librdkafka properties (security settings); ``diagnosis`` its diagnosis section.
     """
     cluster = {"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                "request_timeout": "5s"}
@@ -208,6 +209,8 @@ def lagsight_config(bootstrap: str, groups: dict | None = None,
     config = {"kafka": [cluster]}
     if flink:
         config["flink"] = flink
+    if diagnosis:
+        config["diagnosis"] = diagnosis
     return config
 
 
@@ -261,12 +264,13 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
     processes: list[LagsightProcess] = []
 
     def start(bootstrap: str, groups: dict | None = None, topics: dict | None = None,
-              flink: list[dict] | None = None,
-              properties: dict[str, str] | None = None) -> LagsightProcess:
+              flink: list[dict] | None = None, properties: dict[str, str] | None = None,
+              diagnosis: dict | None = None) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
-        process = LagsightProcess(lagsight_binary, work_dir,
-                                  lagsight_config(bootstrap, groups, topics, flink, properties))
+        process = LagsightProcess(
+            lagsight_binary, work_dir,
+            lagsight_config(bootstrap, groups, topics, flink, properties, diagnosis))
         processes.append(process)
         _register_log_for_failures(request, f"lagsight log #{len(processes)}", process.log_file)
         return process.start()

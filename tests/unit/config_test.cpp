@@ -172,12 +172,14 @@ TEST_CASE("position stores: both layouts, URL parts, auth and templates", "[conf
   // Stated modes first (the first match wins), then `external` for each store's jobs.
   using Mode = lagsight::config::CommitModeRule::Mode;
   const auto& modes = parsed->diagnosis.commit_modes;
-  REQUIRE(modes.size() == 4);
+  REQUIRE(modes.size() == 5);
   CHECK(modes[0].job.text() == "orders-legacy");
   CHECK(modes[0].mode == Mode::kCheckpoint);
   CHECK(modes[1].mode == Mode::kNone);
-  CHECK(modes[2].job.text() == "orders-.*");
-  CHECK(modes[2].mode == Mode::kExternal);
-  CHECK(modes[3].job.text() == ".*");
+  CHECK(modes[2].job.text() == "clicks-autocommit");
+  CHECK(modes[2].mode == Mode::kAuto);
+  CHECK(modes[3].job.text() == "orders-.*");
   CHECK(modes[3].mode == Mode::kExternal);
+  CHECK(modes[4].job.text() == ".*");
+  CHECK(modes[4].mode == Mode::kExternal);
 }

@@ -206,6 +206,58 @@ TEST_CASE("the subtasks that hold a split are those reporting a partition's offs
   CHECK(reader.subtasks_with_splits == std::set<int>{0, 1});
 }
 
+TEST_CASE("the legacy FlinkKafkaConsumer's offsets and counters mean the KafkaSource's",
+          "[flink]") {
+  // Its gauges sit in "KafkaConsumer.topic.<t>.partition.<p>", plural names; its commit counters
+  // directly in the operator's group. Before a position it reports placeholders, not offsets.
+  Anomalies anomalies;
+  const SourceReader reader = CombineSourceMetrics(
+      "v", "Source: clicks",
+      {{"0.Source__clicks.KafkaConsumer.topic.a_b.partition.0.currentOffsets", 41},
+       {"0.Source__clicks.KafkaConsumer.topic.a_b.partition.0.committedOffsets", 40},
+       {"1.Source__clicks.KafkaConsumer.topic.a_b.partition.1.currentOffsets", -915623761773.0},
+       {"1.Source__clicks.KafkaConsumer.topic.a_b.partition.1.committedOffsets", -915623761776.0},
+       {"0.Source__clicks.commitsSucceeded", 7},
+       {"1.Source__clicks.commitsSucceeded", 2},
+       {"1.Source__clicks.commitsFailed", 1},
+       {"0.Source__clicks.KafkaConsumer.records-lag-max", 12},
+       {"0.Source__clicks.KafkaConsumer.current-offsets.a_b-0", 41}},
+      &anomalies);
+  CHECK(reader.connector == SourceConnector::kFlinkKafkaConsumer);
+  CHECK(*reader.partitions.at({"a_b", 0}).current == 41);
+  CHECK(*reader.partitions.at({"a_b", 0}).committed == 40);
+  // Placeholders: the partition is held (subtask 1 reads it) but has no position yet.
+  CHECK(reader.partitions.count({"a_b", 1}) == 0);
+  CHECK(reader.subtasks_with_splits == std::set<int>{0, 1});
+  CHECK(*reader.commits_succeeded == 9);
+  CHECK(*reader.commits_failed == 1);
+  CHECK(*reader.records_lag_max == 12);
+  CHECK(anomalies.empty());
+
+  const auto legacy =
+      ClassifySourceMetricId("2.Source__c.KafkaConsumer.topic.t.partition.4.committedOffsets");
+  REQUIRE(legacy);
+  CHECK(legacy->legacy);
+  CHECK(legacy->kind == SourceMetricId::Kind::kCommittedOffset);
+  CHECK(legacy->partition->partition == 4);
+  // The singular names are the KafkaSource's, and only under its reader's group.
+  CHECK_FALSE(
+      ClassifySourceMetricId("0.Source__c.KafkaConsumer.topic.t.partition.4.currentOffset"));
+  CHECK_FALSE(ClassifySourceMetricId("0.commitsSucceeded"));
+  CHECK_FALSE(ClassifySourceMetricId("0.Source__c.KafkaSourceReader.commitsSucceeded")->legacy);
+
+  // Other negative values are still no offsets, and the KafkaSource has no placeholders.
+  Anomalies noted;
+  const SourceReader odd = CombineSourceMetrics(
+      "v", "Source: s",
+      {{"0.Source__s.KafkaConsumer.topic.t.partition.0.currentOffsets", -5},
+       {"0.Source__s.KafkaSourceReader.topic.t.partition.1.currentOffset", -915623761773.0}},
+      &noted);
+  CHECK(odd.partitions.empty());
+  CHECK(noted.size() == 2);
+  CHECK(odd.connector == SourceConnector::kKafkaSource);
+}
+
 TEST_CASE("metric queries are split to keep URLs short", "[flink]") {
   std::vector<std::string> ids(100, std::string(50, 'a'));
   const auto batches = BatchMetricQueries(ids, 1000);

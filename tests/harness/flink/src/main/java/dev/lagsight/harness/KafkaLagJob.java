@@ -33,6 +33,7 @@ import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSource;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
@@ -99,6 +100,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  *                            next offset (and updated_at, unix ms) to a hash (RedisPositions)
  * redis-key=TEMPLATE         the hash, {topic} filled in (default flink:offsets:{topic})
  * redis-every-ms=MS          write-back period (default 1000)
+ * connector=source|legacy    KafkaSource (default), or the legacy FlinkKafkaConsumer (Flink
+ *                            1.20 line only; without checkpointing the Kafka client commits
+ *                            on its own timer, enable.auto.commit)
  * </pre>
  *
  * <h2>Output</h2>
@@ -365,6 +369,31 @@ public final class KafkaLagJob {
         return builder.build();
     }
 
+    /**
+     * The legacy FlinkKafkaConsumer (connector=legacy), from src/legacy: compiled for the 1.20
+     * line only, so it is looked up by name and this class still compiles against 2.x.
+     */
+    @SuppressWarnings("unchecked")
+    static DataStreamSource<String> legacySource(StreamExecutionEnvironment env, JobSpec spec,
+            String defaultBootstrap, WatermarkStrategy<String> watermarks, String sourceName)
+            throws Exception {
+        String bootstrap = spec.get("bootstrap", defaultBootstrap);
+        if (bootstrap == null) {
+            throw new IllegalArgumentException("job " + spec.name() + ": no bootstrap servers");
+        }
+        Class<?> legacy;
+        try {
+            legacy = Class.forName("dev.lagsight.harness.LegacyKafkaSource");
+        } catch (ClassNotFoundException e) {
+            throw new IllegalArgumentException("job " + spec.name()
+                    + ": connector=legacy needs the Flink 1.20 line (FlinkKafkaConsumer)", e);
+        }
+        return (DataStreamSource<String>) legacy
+                .getMethod("add", StreamExecutionEnvironment.class, Map.class, List.class,
+                        String.class, WatermarkStrategy.class, String.class)
+                .invoke(null, env, spec.values, spec.topics, bootstrap, watermarks, sourceName);
+    }
+
     static JobClient submit(JobSpec spec, URI rest, Map<String, String> options) throws Exception {
         Map<String, String> conf = new HashMap<>();
         long interval = Long.parseLong(spec.get("checkpoint", "1000"));
@@ -394,9 +423,21 @@ public final class KafkaLagJob {
         WatermarkStrategy<String> watermarks = spec.get("watermarks", "monotonous").equals("none")
                 ? WatermarkStrategy.noWatermarks()
                 : WatermarkStrategy.forMonotonousTimestamps();
-        DataStream<String> records = env
-                .fromSource(kafkaSource(spec, options.get("bootstrap")), watermarks, sourceName)
-                .uid(sourceName);
+        DataStreamSource<String> source;
+        String connector = spec.get("connector", "source");
+        if (connector.equals("legacy")) {
+            if (spec.values.containsKey("redis")) {
+                throw new IllegalArgumentException(
+                        "job " + spec.name() + ": redis= needs the KafkaSource (connector=source)");
+            }
+            source = legacySource(env, spec, options.get("bootstrap"), watermarks, sourceName);
+        } else if (connector.equals("source")) {
+            source = env.fromSource(
+                    kafkaSource(spec, options.get("bootstrap")), watermarks, sourceName);
+        } else {
+            throw new IllegalArgumentException("job " + spec.name() + ": bad connector=" + connector);
+        }
+        DataStream<String> records = source.uid(sourceName);
         var mapped = records
                 .map(new DelayMap(Long.parseLong(spec.get("delay-us", "0")),
                         spec.values.get("delay-file"), failFile,
