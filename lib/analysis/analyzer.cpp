@@ -75,6 +75,8 @@ struct GroupHistory {
 
 struct KafkaClusterState {
   bool up = false;
+  // When the poll of the latest log ends began: they were read after that.
+  double requested_at = 0;
   std::map<kafka::TopicPartition, LogEndHistory> log_ends;
   std::map<std::string, GroupHistory> groups;
   KafkaFindings findings;
@@ -127,6 +129,9 @@ struct JobHistory {
   // earliest time that value can have been taken (see AlignFlinkLag).
   std::map<std::tuple<std::string, std::string, std::int32_t>, std::pair<std::int64_t, double>>
       positions_taken;
+  // Per (source label, topic, partition): by how much the job's position (or committedOffset)
+  // was beyond the partition's log end, 0 when it was not, as last judged (see AlignFlinkLag).
+  std::map<std::tuple<std::string, std::string, std::int32_t>, std::int64_t> beyond_log_end;
 };
 
 struct FlinkClusterState {
@@ -247,6 +252,7 @@ struct Analyzer::State {
       log_ends.emplace(tp, std::move(history));
     }
     cluster.log_ends = std::move(log_ends);
+    cluster.requested_at = KnownAt(snapshot.requested_at, now);
 
     std::map<std::string, const GroupLag*> lag_of;
     for (const GroupLag& lag : lags) lag_of[lag.group] = &lag;
@@ -749,7 +755,7 @@ struct Analyzer::State {
   // unchanged for longer than the interval is current as of one interval ago). Against the log
   // end of that time the lag is a lower bound, never inflated, and it does not rise between two
   // refreshes only to fall at the next (that would be a sawtooth of lagsight's own making).
-  void AlignFlinkLag(FlinkSourceJoin& join, const JobHistory& job, const FlinkClusterState& state,
+  void AlignFlinkLag(FlinkSourceJoin& join, JobHistory& job, const FlinkClusterState& state,
                      const SourcesView& sources) const {
     const auto cluster = kafka.find(join.kafka_cluster);
     if (cluster == kafka.end() || !sources.kafka.contains(join.kafka_cluster)) return;
@@ -767,6 +773,10 @@ struct Analyzer::State {
       topic.topic = partition.topic;
       topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
       const auto history = cluster->second.log_ends.find({partition.topic, partition.partition});
+      if (history != cluster->second.log_ends.end() && !history->second.empty()) {
+        JudgeBeyondLogEnd(join.source, partition, history->second.back().log_end,
+                          cluster->second.requested_at >= state.polled_at, job);
+      }
       if (partition.current && history != cluster->second.log_ends.end()) {
         double taken = refreshed;
         const auto seen = job.positions_taken.find(
@@ -798,6 +808,26 @@ struct Analyzer::State {
     }
     join.topics.clear();
     for (auto& [name, topic] : topics) join.topics.push_back(std::move(topic));
+  }
+
+  // A job position (currentOffset + 1) or committedOffset above the partition's log end is
+  // impossible on the cluster lagsight polls: the job, or its committer, talks to another
+  // cluster (a bootstrap list naming two), or the topic was recreated or truncated under it.
+  // Judged only against log ends read after Flink served the values (`judgeable`: the Kafka poll
+  // began after the Flink snapshot arrived), since records written meanwhile are no anomaly;
+  // between such polls the last judgement stands.
+  static void JudgeBeyondLogEnd(const std::string& source, FlinkPartitionJoin& partition,
+                                std::int64_t log_end, bool judgeable, JobHistory& job) {
+    const auto key = std::make_tuple(source, partition.topic, partition.partition);
+    if (judgeable) {
+      std::int64_t furthest = partition.committed.value_or(0);
+      if (partition.current) furthest = std::max(furthest, *partition.current + 1);
+      job.beyond_log_end[key] = std::max<std::int64_t>(0, furthest - log_end);
+    }
+    if (const auto judged = job.beyond_log_end.find(key);
+        judged != job.beyond_log_end.end() && judged->second > 0) {
+      partition.beyond_log_end = judged->second;
+    }
   }
 
   // --- Diagnosis -----------------------------------------------------------------------------
@@ -891,6 +921,11 @@ struct Analyzer::State {
           }
           for (const FlinkUnreadPartition& unread : join->unread) {
             finding->unread_partitions.push_back({unread.topic, unread.partition});
+          }
+          for (const FlinkPartitionJoin& partition : join->partitions) {
+            if (partition.beyond_log_end) {
+              finding->beyond_log_end_partitions.push_back({partition.topic, partition.partition});
+            }
           }
           if (join->idle_subtasks && join->parallelism) {
             finding->idle_subtasks += *join->idle_subtasks;
@@ -1196,6 +1231,9 @@ struct Analyzer::State {
         partitions.insert({p.topic, p.partition});
         if (p.current) positions[{p.topic, p.partition}] = *p.current + 1;
         if (p.flink_lag.value_or(0) > 0) waiting.insert({p.topic, p.partition});
+        if (p.beyond_log_end) {
+          f.positions_beyond_log_end.push_back(PartitionName({p.topic, p.partition}));
+        }
       }
     }
     std::int64_t kafka_lag = 0;

@@ -105,6 +105,9 @@ struct DiagnosisFinding {
   double since = 0;             // unix seconds the cause became active
   std::vector<Cause> evidence;  // every cause whose rule holds now, the active one or not
   std::vector<kafka::TopicPartition> stuck_partitions;  // named by partition_stuck
+  // Partitions where the job's position lies beyond the polled cluster's log end (evidence of
+  // cluster_mismatch: the job reads another cluster).
+  std::vector<kafka::TopicPartition> beyond_log_end_partitions;
   // Partitions of the pair's topics that no subtask of the job reads (FlinkUnreadPartition).
   std::vector<kafka::TopicPartition> unread_partitions;
   // Subtasks of the job's sources on the pair that hold no split, of how many (FlinkSourceJoin).

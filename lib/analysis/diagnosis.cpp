@@ -120,7 +120,9 @@ double StalledAfterSeconds(std::optional<double> commit_period_seconds,
 
 Evidence PairEvidenceFrom(const PairFacts& f, const config::DiagnosisConfig& config) {
   Evidence e;
-  if (f.cluster_mismatch) e.Add(Cause::kClusterMismatch);
+  // lagsight's own bootstrap list reaches two clusters, or the job's positions prove that the
+  // job reads another cluster than the one lagsight polls.
+  if (f.cluster_mismatch || !f.positions_beyond_log_end.empty()) e.Add(Cause::kClusterMismatch);
 
   if (f.lifecycle == JobLifecycle::kGone) {
     // Only a job gone for longer than a redeploy takes, while its group falls behind.

@@ -84,6 +84,8 @@ enum class JobLifecycle { kRunning, kNotRunning, kGone };
 // What is known about one Flink job and the group its source commits to, over the window.
 struct PairFacts {
   bool cluster_mismatch = false;  // the group's Kafka cluster mixes two clusters
+  // "topic/partition" where the job's position is beyond the log end: it reads another cluster.
+  std::vector<std::string> positions_beyond_log_end;
 
   // Lifecycle.
   JobLifecycle lifecycle = JobLifecycle::kRunning;

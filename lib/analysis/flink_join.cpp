@@ -201,8 +201,11 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
 
       std::map<std::string, FlinkTopicJoin> topics;
       for (const auto& [tp, offsets] : resolved) {
-        FlinkPartitionJoin partition{
-            tp.topic, tp.partition, offsets.current, offsets.committed, {}, {}, {}, {}};
+        FlinkPartitionJoin partition;
+        partition.topic = tp.topic;
+        partition.partition = tp.partition;
+        partition.current = offsets.current;
+        partition.committed = offsets.committed;
         if (snapshot != nullptr) {
           const auto log = snapshot->partitions.find(tp);
           if (log != snapshot->partitions.end()) partition.log_end = log->second.log_end;

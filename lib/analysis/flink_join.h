@@ -36,6 +36,10 @@ struct FlinkPartitionJoin {
   // Age of the job's next record (at currentOffset + 1) as of when Flink took the position; set
   // by the analyzer, which holds the log-end history (see Analyzer, AlignFlinkLag).
   std::optional<LagSeconds> lag_seconds;
+  // By how much the job's position (currentOffset + 1), or its committedOffset, lies beyond the
+  // log end of the cluster lagsight polls: impossible there, so the job reads (or commits to)
+  // another cluster, or the topic was recreated. Set by the analyzer, present only when > 0.
+  std::optional<std::int64_t> beyond_log_end;
 };
 
 struct FlinkTopicJoin {

@@ -30,11 +30,14 @@ void KafkaSource::Poll(const analysis::SourcesView& sources, Done done) {
     const auto collector = weak_collector.lock();
     if (!collector) return;  // replaced by a reload before its turn
     const auto started = std::chrono::steady_clock::now();
+    const double requested_at =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     auto polled = collector->Poll(reads);
     std::optional<std::string> error;
     std::optional<kafka::KafkaSnapshot> snapshot;
     if (polled) {
       snapshot = std::move(polled).value();
+      snapshot->requested_at = requested_at;
     } else {
       error = polled.error().message;
     }

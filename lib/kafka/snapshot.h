@@ -110,6 +110,9 @@ struct KafkaSnapshot {
   // The collector's record-timestamp bookkeeping, kept across polls.
   std::uint64_t record_timestamp_fetches_total = 0;  // records fetched since the collector began
   std::size_t record_timestamp_cache_entries = 0;
+  // Unix seconds when the poll that took this snapshot began (0: unknown): every offset in it
+  // was read after that.
+  double requested_at = 0;
 };
 
 // True when the bootstrap addresses that answered name two or more different clusters.

@@ -112,6 +112,12 @@ constexpr MetricDef kFlinkLagSeconds{
 constexpr MetricDef kTopicFlinkLagSeconds{
     "lagsight_flink_topic_max_lag_seconds",
     "The largest Flink-side lag in seconds over the topic's partitions.", MetricType::Gauge};
+constexpr MetricDef kBeyondLogEnd{
+    "lagsight_flink_position_beyond_log_end_records",
+    "By how much the job's position (currentOffset + 1), or its committedOffset, lies beyond the "
+    "partition's log end on the Kafka cluster lagsight polls: impossible there, so the job reads "
+    "another cluster (or the topic was recreated). Only while it does.",
+    MetricType::Gauge};
 constexpr MetricDef kGap{
     "lagsight_flink_checkpoint_gap_records",
     "Records read but not yet committed: (currentOffset + 1) - committedOffset.",
@@ -281,6 +287,8 @@ void AppendFlinkMetrics(const std::string& cluster, const PollStatus& status,
         out.Add(kFlinkLag, labels, static_cast<double>(*partition.flink_lag));
       if (partition.checkpoint_gap)
         out.Add(kGap, labels, static_cast<double>(*partition.checkpoint_gap));
+      if (partition.beyond_log_end)
+        out.Add(kBeyondLogEnd, labels, static_cast<double>(*partition.beyond_log_end));
       if (partition.lag_seconds) {
         labels.emplace_back("method",
                             analysis::LagSecondsMethodName(partition.lag_seconds->method));

@@ -89,7 +89,9 @@ const char* Explanation(Cause cause) {
     case Cause::kOffsetsExpiring:
       return "The group has no members and its offsets expire soon under the broker's retention.";
     case Cause::kClusterMismatch:
-      return "The bootstrap addresses answer with different cluster ids.";
+      return "Two Kafka clusters are mixed up: the bootstrap addresses answer with different "
+             "cluster ids, or the job's position lies beyond the log end lagsight sees (the job "
+             "reads another cluster).";
     case Cause::kPartitionsUncommitted:
       return "Some partitions of a consumed topic have records but no committed offset.";
     case Cause::kStalled:
@@ -353,6 +355,8 @@ void AppendRow(std::string& out, const DiagnosisFinding& finding, double now) {
   }
   if (!first_other) out += "</div>";
   AppendPartitionLines(out, "sub", "stuck: ", finding.stuck_partitions);
+  AppendPartitionLines(out, "sub",
+                       "position beyond the log end: ", finding.beyond_log_end_partitions);
   out += "</td><td class=\"since\" title=\"since ";
   AppendUtc(out, finding.since);
   out += "\">";

@@ -54,6 +54,9 @@ class World {
   bool reader_reports = true;          // false: the source exists but reports no partitions yet
   bool flink_polled = true;            // false: this poll is Kafka's alone (Flink's is late)
   double flink_poll_seconds = 0;       // how long the Flink poll took (it began that long ago)
+  // How long before the Flink snapshot arrived the Kafka poll began (0: unknown, taken as "at
+  // the poll"): its log ends may then predate records the job read.
+  double kafka_poll_began_before = 0;
 
   double now = 1'000'000;
   double poll_seconds = 1;  // between polls (Flink and Kafka are polled together)
@@ -84,6 +87,7 @@ class World {
     kafka_->partitions[{"orders", 0}] = {0, log_end};
     kafka_->offsets_retention_seconds = retention_seconds;
     kafka_->record_timestamps = record_timestamps;
+    if (kafka_poll_began_before > 0) kafka_->requested_at = now - kafka_poll_began_before;
     for (const auto& [id, offset] : committed) {
       kafka::ConsumerGroup group;
       group.id = id;
@@ -898,6 +902,53 @@ World JobWithoutGroup() {
 }
 
 }  // namespace
+
+TEST_CASE("a job position beyond the log end proves the job reads another cluster", "[analysis]") {
+  // Its bootstrap list named two clusters and it reached the other, which holds more records of
+  // the same topic: positions no partition of the polled cluster has. Flink-side lag alone
+  // would show 0 there (clamped), hiding it.
+  World world = HealthyJob();
+  auto checkpoint_each_second = [&](int) { world.CheckpointedSecond(); };
+  CHECK(world.Run(10, "enrich", "job-1", checkpoint_each_second) ==
+        std::set<Cause>{Cause::kHealthy});
+  const auto elsewhere = [&](int) {
+    world.log_end += 5;
+    world.job_current = world.log_end + 500;  // last record read, on the other cluster
+    world.job_committed = world.log_end + 501;
+    world.commits_succeeded++;
+    world.completed++;
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 1) * 1000);
+  };
+  CHECK(world.Run(5, "enrich", "job-1", elsewhere).contains(Cause::kClusterMismatch));
+  const auto* finding = World::FindingOf(*world.last_, "enrich", "job-1");
+  REQUIRE(finding != nullptr);
+  CHECK(finding->cause == Cause::kClusterMismatch);
+  CHECK(finding->beyond_log_end_partitions == std::vector<kafka::TopicPartition>{{"orders", 0}});
+  const auto& join = world.last_->flink.at("flink").joins.at(0);
+  REQUIRE(join.partitions.size() == 1);
+  CHECK(join.partitions[0].beyond_log_end == 501);  // (currentOffset + 1) - log end
+  CHECK(join.partitions[0].flink_lag == 0);
+
+  // Back on the polled cluster: the evidence goes with the next judgement.
+  world.job_current = world.log_end - 1;
+  world.job_committed = world.log_end;
+  CHECK(world.Run(5, "enrich", "job-1", checkpoint_each_second).contains(Cause::kHealthy));
+  CHECK_FALSE(world.last_->flink.at("flink").joins.at(0).partitions[0].beyond_log_end);
+}
+
+TEST_CASE("a position beyond log ends read before Flink answered is a race, not another cluster",
+          "[analysis]") {
+  // Every Kafka poll began before the Flink snapshot arrived: records written in between were
+  // read by the job, so its position may pass those log ends without anything wrong.
+  World world = HealthyJob();
+  world.kafka_poll_began_before = 0.5;
+  const auto racing = [&](int) {
+    world.CheckpointedSecond();
+    world.job_current = world.log_end + 2;  // three records the Kafka poll had not seen yet
+  };
+  CHECK(world.Run(20, "enrich", "job-1", racing) == std::set<Cause>{Cause::kHealthy});
+  CHECK_FALSE(world.last_->flink.at("flink").joins.at(0).partitions[0].beyond_log_end);
+}
 
 TEST_CASE("a young job's offsets are expected only once a commit can have been seen through Flink",
           "[analysis]") {

@@ -218,6 +218,19 @@ TEST_CASE("status page: the other causes whose rules hold, and the stuck partiti
   CHECK(Count(page, "also: ") == 1);  // the active cause is not repeated
 }
 
+TEST_CASE("status page: a job reading another cluster names the partitions beyond the log end",
+          "[status]") {
+  Findings findings;
+  DiagnosisFinding finding = Pair("orders", "enrich", Cause::kClusterMismatch);
+  finding.evidence = {Cause::kClusterMismatch};
+  finding.beyond_log_end_partitions = {{"orders", 0}, {"orders", 2}};
+  findings.diagnosis = {finding};
+  const std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
+  CHECK(page.find("position beyond the log end: orders/0") != std::string::npos);
+  CHECK(page.find("position beyond the log end: orders/2") != std::string::npos);
+  CHECK(page.find("the job reads another cluster") != std::string::npos);
+}
+
 TEST_CASE("status page: the partitions no subtask of the job reads, under the job", "[status]") {
   Findings findings;
   DiagnosisFinding finding = Pair("orders", "enrich", Cause::kPartitionsUncommitted);
