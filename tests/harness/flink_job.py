@@ -138,7 +138,9 @@ class JobSpec:
             "fail-records-file": self.fail_records_file, "fail-once-file": self.fail_once_file,
             "min-pause": self.min_pause_ms,
             "tolerable-failures": self.tolerable_failures, "source": self.source,
-            "map": self.map, "sink": self.sink, "bootstrap": self.bootstrap,
+            "map": self.map, "sink": self.sink,
+            # Several addresses travel joined by '|' (the spec separates items by ',').
+            "bootstrap": self.bootstrap.replace(",", "|") if self.bootstrap else None,
             "restore": self.restore,
             "allow-non-restored": "true" if self.allow_non_restored else None,
             "discovery-ms": self.discovery_ms, "watermarks": self.watermarks,

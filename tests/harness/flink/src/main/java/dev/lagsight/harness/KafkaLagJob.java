@@ -86,7 +86,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * source=NAME                source operator name (default NAME-source); also its uid
  * map=NAME                   map operator name (default NAME-map); also its uid
  * sink=NAME                  sink name (default NAME-sink)
- * bootstrap=HOST:PORT        overrides --bootstrap
+ * bootstrap=HOST:PORT        overrides --bootstrap; several addresses are joined by '|' (a
+ *                            spec separates its items by ','), e.g. a list naming two clusters
  * restore=PATH               start from this savepoint or retained checkpoint
  * allow-non-restored=true    allow state in the savepoint that no operator claims
  * discovery-ms=MS            partition discovery interval (default: the connector's)
@@ -320,8 +321,14 @@ public final class KafkaLagJob {
         return Configuration.fromMap(conf);
     }
 
-    static KafkaSource<String> kafkaSource(JobSpec spec, String defaultBootstrap) {
+    /** The job's bootstrap.servers: its own list ('|' between addresses), else the default. */
+    static String bootstrapOf(JobSpec spec, String defaultBootstrap) {
         String bootstrap = spec.get("bootstrap", defaultBootstrap);
+        return bootstrap == null ? null : bootstrap.replace('|', ',');
+    }
+
+    static KafkaSource<String> kafkaSource(JobSpec spec, String defaultBootstrap) {
+        String bootstrap = bootstrapOf(spec, defaultBootstrap);
         if (bootstrap == null) {
             throw new IllegalArgumentException("job " + spec.name() + ": no bootstrap servers");
         }
@@ -377,7 +384,7 @@ public final class KafkaLagJob {
     static DataStreamSource<String> legacySource(StreamExecutionEnvironment env, JobSpec spec,
             String defaultBootstrap, WatermarkStrategy<String> watermarks, String sourceName)
             throws Exception {
-        String bootstrap = spec.get("bootstrap", defaultBootstrap);
+        String bootstrap = bootstrapOf(spec, defaultBootstrap);
         if (bootstrap == null) {
             throw new IllegalArgumentException("job " + spec.name() + ": no bootstrap servers");
         }
