@@ -1,6 +1,7 @@
 #include "analysis/flink_join.h"
 
 #include <algorithm>
+#include <set>
 
 namespace lagsight::analysis {
 
@@ -128,6 +129,63 @@ void CountIdleSubtasks(const flink::FlinkJob& job, const flink::SourceReader& so
   if (reading > 0) join.idle_subtasks = vertex->parallelism - static_cast<int>(reading);
 }
 
+// The source's offsets by real topic of `snapshot`; escaped names that fit no topic, or several,
+// are left out and listed in `unresolved` (when given).
+Resolved Resolve(const flink::SourceReader& source, const kafka::KafkaSnapshot& snapshot,
+                 std::vector<UnresolvedTopic>* unresolved) {
+  Resolved resolved;
+  const auto escaped_topics = EscapedTopics(snapshot);
+  std::map<std::string, std::string> real_topic_of;
+  for (const auto& [tp, offsets] : source.partitions) {
+    if (!real_topic_of.contains(tp.escaped_topic)) {
+      const auto candidates = escaped_topics.find(tp.escaped_topic);
+      std::string real;
+      if (candidates == escaped_topics.end() || candidates->second.empty()) {
+        if (unresolved != nullptr) unresolved->push_back({tp.escaped_topic, "unknown"});
+      } else if (candidates->second.size() > 1) {
+        if (unresolved != nullptr) unresolved->push_back({tp.escaped_topic, "ambiguous"});
+      } else {
+        real = candidates->second.front();
+      }
+      real_topic_of[tp.escaped_topic] = std::move(real);
+    }
+    const std::string& topic = real_topic_of[tp.escaped_topic];
+    if (!topic.empty()) resolved[{topic, tp.partition}] = offsets;
+  }
+  return resolved;
+}
+
+// With no cluster configured for a source: the only Kafka cluster there is; else the one cluster
+// that has every topic the source reads; else, among those, the one where a single group holds
+// the source's committed offsets. Empty when nothing tells them apart (a topic name that exists
+// on two clusters, read by a job that commits nothing): guessing would pair it with the wrong
+// cluster's lag.
+std::string ChooseCluster(const flink::SourceReader& source,
+                          const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,
+                          const CommittedEarlier& committed_earlier) {
+  if (kafka.size() == 1) return kafka.begin()->first;
+  std::set<std::string> escaped;
+  for (const auto& [tp, offsets] : source.partitions) escaped.insert(tp.escaped_topic);
+  if (escaped.empty()) return {};
+  std::vector<std::pair<std::string, Resolved>> having_all;
+  for (const auto& [name, snapshot] : kafka) {
+    if (snapshot == nullptr) continue;
+    Resolved resolved = Resolve(source, *snapshot, nullptr);
+    std::set<std::string> found;
+    for (const auto& [tp, offsets] : resolved) found.insert(flink::MetricTopicName(tp.topic));
+    if (found == escaped) having_all.emplace_back(name, std::move(resolved));
+  }
+  if (having_all.size() == 1) return having_all.front().first;
+  std::string matched;
+  for (const auto& [name, resolved] : having_all) {
+    if (MatchGroups(resolved, name, *kafka.at(name), committed_earlier).groups.size() != 1)
+      continue;
+    if (!matched.empty()) return {};  // a group on each: still ambiguous
+    matched = name;
+  }
+  return matched;
+}
+
 }  // namespace
 
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
@@ -136,13 +194,6 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
     const CommittedEarlier& committed_earlier) {
   std::vector<FlinkSourceJoin> joins;
   for (const flink::FlinkJob& job : flink.jobs) {
-    const config::FlinkGroupMapping* mapping = nullptr;
-    for (const auto& candidate : flink_config.groups) {
-      if (candidate.job.FullMatch(job.overview.name)) {
-        mapping = &candidate;
-        break;
-      }
-    }
     const std::vector<std::string> labels = SourceLabels(job);
     for (std::size_t index = 0; index < job.sources.size(); ++index) {
       const flink::SourceReader& source = job.sources[index];
@@ -151,39 +202,31 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       join.job_name = job.overview.name;
       join.source = labels[index];
       CountIdleSubtasks(job, source, join);
+      // The first mapping for the job and this source: two sources of one job may read two
+      // clusters, or commit to two groups.
+      const config::FlinkGroupMapping* mapping = nullptr;
+      for (const auto& candidate : flink_config.groups) {
+        if (candidate.job.FullMatch(job.overview.name) &&
+            (!candidate.source || candidate.source->FullMatch(join.source))) {
+          mapping = &candidate;
+          break;
+        }
+      }
 
-      // Which Kafka cluster: the mapping's, the Flink cluster's, or the only one there is.
+      // Which Kafka cluster: the mapping's, the Flink cluster's, else the one the source's
+      // topics and offsets point to (see ChooseCluster).
       std::string cluster = mapping != nullptr && !mapping->kafka_cluster.empty()
                                 ? mapping->kafka_cluster
                                 : flink_config.kafka_cluster;
-      if (cluster.empty() && kafka.size() == 1) cluster = kafka.begin()->first;
+      if (cluster.empty()) cluster = ChooseCluster(source, kafka, committed_earlier);
       const auto found_kafka = kafka.find(cluster);
       const kafka::KafkaSnapshot* snapshot =
           found_kafka == kafka.end() ? nullptr : found_kafka->second;
       join.kafka_cluster = cluster;
 
-      Resolved resolved;
-      const auto escaped_topics =
-          snapshot ? EscapedTopics(*snapshot) : std::map<std::string, std::vector<std::string>>{};
-      std::map<std::string, std::string> real_topic_of;
-      for (const auto& [tp, offsets] : source.partitions) {
-        // Without the Kafka cluster's topic list nothing can be mapped, and nothing is "unknown".
-        if (snapshot == nullptr) break;
-        if (!real_topic_of.contains(tp.escaped_topic)) {
-          const auto candidates = escaped_topics.find(tp.escaped_topic);
-          if (candidates == escaped_topics.end() || candidates->second.empty()) {
-            join.unresolved.push_back({tp.escaped_topic, "unknown"});
-            real_topic_of[tp.escaped_topic] = "";
-          } else if (candidates->second.size() > 1) {
-            join.unresolved.push_back({tp.escaped_topic, "ambiguous"});
-            real_topic_of[tp.escaped_topic] = "";
-          } else {
-            real_topic_of[tp.escaped_topic] = candidates->second.front();
-          }
-        }
-        const std::string& topic = real_topic_of[tp.escaped_topic];
-        if (!topic.empty()) resolved[{topic, tp.partition}] = offsets;
-      }
+      // Without the Kafka cluster's topic list nothing can be mapped, and nothing is "unknown".
+      const Resolved resolved =
+          snapshot != nullptr ? Resolve(source, *snapshot, &join.unresolved) : Resolved{};
 
       if (mapping != nullptr) {
         join.group = mapping->group;

@@ -416,14 +416,19 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
       const std::string item_path = groups_path + "[" + std::to_string(i) + "]";
       const YAML::Node item = groups[i];
       reader.RequireMap(item, item_path);
-      reader.RequireOnlyKeys(item, item_path, {"job", "group", "kafka_cluster"});
+      reader.RequireOnlyKeys(item, item_path, {"job", "source", "group", "kafka_cluster"});
       if (!item["job"]) reader.Fail(item, item_path, "missing required key \"job\"");
       if (!item["group"]) reader.Fail(item, item_path, "missing required key \"group\"");
       auto job = Pattern::Compile(reader.String(item["job"], item_path + ".job"));
       if (!job) reader.Fail(item["job"], item_path + ".job", job.error().message);
       FlinkGroupMapping mapping{std::move(job).value(),
                                 reader.String(item["group"], item_path + ".group"),
-                                cluster.kafka_cluster};
+                                cluster.kafka_cluster, std::nullopt};
+      if (item["source"]) {
+        auto source = Pattern::Compile(reader.String(item["source"], item_path + ".source"));
+        if (!source) reader.Fail(item["source"], item_path + ".source", source.error().message);
+        mapping.source = std::move(source).value();
+      }
       if (item["kafka_cluster"]) {
         mapping.kafka_cluster =
             require_kafka_cluster(item["kafka_cluster"], item_path + ".kafka_cluster");

@@ -48,6 +48,9 @@ struct FlinkGroupMapping {
   Pattern job;  // full match on the job name
   std::string group;
   std::string kafka_cluster;  // empty: the Flink cluster's kafka_cluster
+  // Full match on the source label (the source operator's name); none: every source of the job.
+  // Lets the two sources of one job read two clusters, or commit to two groups.
+  std::optional<Pattern> source;
 
   friend bool operator==(const FlinkGroupMapping&, const FlinkGroupMapping&) = default;
 };

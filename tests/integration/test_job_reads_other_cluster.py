@@ -115,3 +115,69 @@ def test_a_job_reading_another_cluster_is_cluster_mismatch(kafka_broker, own_bro
                               "no position beyond the log end, no cluster_mismatch", timeout=60)
     finally:
         proxy.close()
+
+
+def test_two_sources_on_two_clusters_are_joined_each_with_its_cluster(kafka_broker, own_broker,
+                                                                      start_lagsight,
+                                                                      unique_prefix, tmp_path):
+    """One job, two KafkaSources: one reads cluster A, the other cluster B, each committing to its
+    own group. lagsight polls both clusters, with no Kafka cluster named for the Flink cluster:
+    each source must be joined with the cluster its topic lives on and the group there that holds
+    its offsets, and diagnosed as its own pair."""
+    clusters = {"local": kafka_broker.bootstrap, "edge": own_broker.bootstrap}
+    topics = {"local": f"{unique_prefix}.orders", "edge": f"{unique_prefix}.clicks"}
+    groups = {"local": f"{unique_prefix}-orders", "edge": f"{unique_prefix}-clicks"}
+    records = {"local": 300, "edge": 700}
+    for name, bootstrap in clusters.items():
+        create_topic(bootstrap, topics[name], PARTITIONS)
+        produce(bootstrap, topics[name], [records[name]] * PARTITIONS)
+    spec = JobSpec(name=f"{unique_prefix}-job", topics=[topics["local"]], group=groups["local"],
+                   start="earliest", checkpoint_ms=1000, bootstrap=clusters["local"],
+                   source=f"{unique_prefix}-orders-source",
+                   extra={"topic2": topics["edge"], "group2": groups["edge"],
+                          "bootstrap2": clusters["edge"],
+                          "source2": f"{unique_prefix}-clicks-source"})
+    sources = {"local": f"{unique_prefix}-orders-source", "edge": f"{unique_prefix}-clicks-source"}
+    with FlinkJob("2.x", [spec], tmp_path / "flink", bootstrap=clusters["local"]) as flink:
+        lagsight = start_lagsight(
+            clusters["local"],
+            more_kafka=[{"name": "edge", "bootstrap_servers": clusters["edge"],
+                         "poll_interval": "1s", "request_timeout": "5s"}],
+            flink=[{"name": "mini", "rest_url": flink.rest_url, "poll_interval": "1s",
+                    "request_timeout": "5s"}])
+        jid = flink.jobs[spec.name]
+
+        # Ground truth: each group committed its topic's end on its own cluster (Kafka's tool).
+        for name, bootstrap in clusters.items():
+            wait_until(lambda b=bootstrap, n=name: sorted(
+                r.current_offset for r in kafka.consumer_groups_describe_all(b)
+                if r.group == groups[n]) == [records[n]] * PARTITIONS,
+                120, f"the job's {name} source to commit everything on its cluster")
+
+        def pairs(m: promtext.Samples) -> set[tuple[str, str, str]]:
+            return {(dict(k)["kafka_cluster"], dict(k)["group"], dict(k)["association"])
+                    for k in promtext.select(m, "lagsight_flink_job_group_info", job_id=jid)}
+        metrics = lagsight.wait_for(
+            lambda m: pairs(m) == {(n, groups[n], "matched") for n in clusters},
+            "each source paired with its own cluster's group")
+
+        # Flink-side lag per source, against its own cluster: log end (that cluster's tool) -
+        # (currentOffset + 1) (REST), both at the end here.
+        vid_of = {v["name"]: v["id"] for v in flink.rest_get(f"/jobs/{jid}")[1]["vertices"]}
+        assert len([n for n in vid_of if n.startswith("Source:")]) == 2, vid_of
+        for name, bootstrap in clusters.items():
+            log_end = kafka.topic_offsets(bootstrap, re.escape(topics[name]), "latest")
+            assert set(log_end.values()) == {records[name]}
+            lags = promtext.select(metrics, "lagsight_flink_lag_records", job_id=jid,
+                                   source=sources[name])
+            assert {dict(k)["topic"] for k in lags} == {topics[name]}
+            assert sorted(lags.values()) == [0.0] * PARTITIONS
+
+        # Two pairs, one per cluster and group, each judged on its own: both healthy.
+        def diagnosis(m: promtext.Samples) -> dict[tuple[str, str], str]:
+            return {(dict(k)["kafka_cluster"], dict(k)["group"]): dict(k)["cause"]
+                    for k, v in promtext.select(m, "lagsight_diagnosis", job_id=jid).items()
+                    if v == 1}
+        lagsight.wait_for(
+            lambda m: diagnosis(m) == {(n, groups[n]): "healthy" for n in clusters},
+            "a healthy pair per source, on its own cluster", timeout=90)

@@ -145,6 +145,14 @@ TEST_CASE("a default-constructed pattern (a lateness target built by hand) match
 TEST_CASE("position stores: both layouts, URL parts, auth and templates", "[config]") {
   const auto parsed = ParseTestFile("good/positions.yaml");
   REQUIRE(parsed.ok());
+  // Group mappings per source: the first names the source, the second every other source.
+  const auto& mappings = parsed->flink.at(0).groups;
+  REQUIRE(mappings.size() == 2);
+  REQUIRE(mappings[0].source.has_value());
+  CHECK(mappings[0].source->FullMatch("clicks-source"));
+  CHECK(mappings[0].kafka_cluster == "edge");
+  CHECK_FALSE(mappings[1].source.has_value());
+  CHECK(mappings[1].kafka_cluster == "prod");
   REQUIRE(parsed->positions.size() == 2);
   const auto& offsets = parsed->positions[0];
   CHECK(offsets.name == "offsets");

@@ -191,7 +191,8 @@ TEST_CASE("two groups that fit equally are not guessed between", "[analysis]") {
 
 TEST_CASE("a configured mapping wins over matching", "[analysis]") {
   auto config = Config();
-  config.groups.push_back({*config::Pattern::Compile("orders-.*"), "configured-group", "prod"});
+  config.groups.push_back(
+      {*config::Pattern::Compile("orders-.*"), "configured-group", "prod", std::nullopt});
   const auto kafka = Kafka();
   const auto joins = analysis::JoinFlinkWithKafka(config, OneJob({{{"orders_v2", 0}, {1, 2}}}),
                                                   {{"prod", &kafka}});
@@ -267,4 +268,87 @@ TEST_CASE("subtasks of a source that hold no split are counted as idle readers",
   joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
   CHECK_FALSE(joins[0].parallelism);
   CHECK_FALSE(joins[0].idle_subtasks);
+}
+
+namespace {
+
+// A job with two sources: orders-source reads orders.v2 (on "prod"), clicks-source reads clicks
+// (on "edge"), each committing to its own group.
+flink::FlinkSnapshot TwoSourceJob() {
+  auto snapshot = OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}});
+  flink::SourceReader clicks;
+  clicks.vertex_id = "v2";
+  clicks.name = "Source: clicks-source";
+  clicks.partitions = {{{"clicks", 0}, {69, 70}}};
+  snapshot.jobs[0].sources.push_back(clicks);
+  return snapshot;
+}
+
+kafka::KafkaSnapshot Edge() {
+  kafka::KafkaSnapshot snapshot;
+  snapshot.all_topics = {"clicks"};
+  snapshot.topic_partitions = {{"clicks", 1}};
+  snapshot.partitions = {{{"clicks", 0}, {0, 100}}};
+  kafka::ConsumerGroup group;
+  group.id = "clicks-reader";
+  group.committed = {{{"clicks", 0}, 70}};
+  snapshot.groups = {group};
+  return snapshot;
+}
+
+}  // namespace
+
+TEST_CASE("two sources of one job reading two clusters are joined each with its own cluster",
+          "[analysis]") {
+  const auto prod = Kafka();
+  const auto edge = Edge();
+  auto config = Config();
+  config.kafka_cluster.clear();  // nothing configured: each source's topics and offsets decide
+  const auto joins =
+      analysis::JoinFlinkWithKafka(config, TwoSourceJob(), {{"prod", &prod}, {"edge", &edge}});
+  REQUIRE(joins.size() == 2);
+  CHECK(joins[0].source == "orders-source");
+  CHECK(joins[0].kafka_cluster == "prod");
+  CHECK(joins[0].group == "orders-enrichment");
+  CHECK(joins[0].topics.at(0).flink_lag_sum == 50);
+  CHECK(joins[1].source == "clicks-source");
+  CHECK(joins[1].kafka_cluster == "edge");
+  CHECK(joins[1].group == "clicks-reader");
+  CHECK(joins[1].partitions.at(0).flink_lag == 30);  // edge's log end 100 - (69 + 1)
+  CHECK(joins[1].unresolved.empty());
+}
+
+TEST_CASE("a mapping may name the source: one job, two groups on two clusters", "[analysis]") {
+  const auto prod = Kafka();
+  const auto edge = Edge();
+  auto config = Config();  // the Flink cluster's default is prod
+  config.groups.push_back({*config::Pattern::Compile("orders-.*"), "clicks-mapped", "edge",
+                           *config::Pattern::Compile("clicks-.*")});
+  config.groups.push_back(
+      {*config::Pattern::Compile("orders-.*"), "orders-mapped", "prod", std::nullopt});
+  const auto joins =
+      analysis::JoinFlinkWithKafka(config, TwoSourceJob(), {{"prod", &prod}, {"edge", &edge}});
+  REQUIRE(joins.size() == 2);
+  CHECK(joins[0].kafka_cluster == "prod");
+  CHECK(joins[0].group == "orders-mapped");
+  CHECK(joins[1].kafka_cluster == "edge");
+  CHECK(joins[1].group == "clicks-mapped");
+  CHECK(joins[1].association == "configured");
+}
+
+TEST_CASE("a topic on two clusters is not guessed between unless one group holds the offsets",
+          "[analysis]") {
+  auto prod = Kafka();
+  auto mirror = Kafka();  // the same topic mirrored, without the job's group
+  mirror.groups.clear();
+  auto config = Config();
+  config.kafka_cluster.clear();
+  auto flink = OneJob({{{"orders_v2", 0}, {949, 900}}, {{"orders_v2", 1}, {499, 450}}});
+  auto joins = analysis::JoinFlinkWithKafka(config, flink, {{"prod", &prod}, {"mirror", &mirror}});
+  CHECK(joins.at(0).kafka_cluster == "prod");  // its group is there
+  // A job that commits nothing: nothing tells the two apart.
+  flink.jobs[0].sources[0].partitions = {{{"orders_v2", 0}, {949, std::nullopt}}};
+  joins = analysis::JoinFlinkWithKafka(config, flink, {{"prod", &prod}, {"mirror", &mirror}});
+  CHECK(joins.at(0).kafka_cluster.empty());
+  CHECK(joins.at(0).partitions.empty());
 }

@@ -101,6 +101,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  *                            next offset (and updated_at, unix ms) to a hash (RedisPositions)
  * redis-key=TEMPLATE         the hash, {topic} filled in (default flink:offsets:{topic})
  * redis-every-ms=MS          write-back period (default 1000)
+ * topic2=T                   a second KafkaSource, reading T, unioned with the first before the
+ *                            map; group2=G, bootstrap2=HOST:PORT and source2=NAME (default
+ *                            NAME-source2) set its group, Kafka cluster and operator name
  * connector=source|legacy    KafkaSource (default), or the legacy FlinkKafkaConsumer (Flink
  *                            1.20 line only; without checkpointing the Kafka client commits
  *                            on its own timer, enable.auto.commit)
@@ -147,6 +150,32 @@ public final class KafkaLagJob {
                 throw new IllegalArgumentException("job spec needs name= and topic=: " + text);
             }
             return spec;
+        }
+
+        /**
+         * The job's second KafkaSource (topic2=...): its own topic, and group2, bootstrap2 and
+         * source2 where given; start, commit and kafka.* as the first.
+         */
+        JobSpec secondSource() {
+            JobSpec second = new JobSpec();
+            for (Map.Entry<String, String> entry : values.entrySet()) {
+                String key = entry.getKey();
+                if (key.equals("start") || key.equals("commit") || key.startsWith("kafka.")) {
+                    second.values.put(key, entry.getValue());
+                }
+            }
+            second.values.put("name", name());
+            second.values.put("group", get("group2", ""));
+            if (values.containsKey("bootstrap2")) {
+                second.values.put("bootstrap", values.get("bootstrap2"));
+            }
+            if (values.containsKey("source2")) {
+                second.values.put("source", values.get("source2"));
+            } else {
+                second.values.put("source", name() + "-source2");
+            }
+            second.topics.add(values.get("topic2"));
+            return second;
         }
 
         String get(String key, String fallback) {
@@ -445,6 +474,12 @@ public final class KafkaLagJob {
             throw new IllegalArgumentException("job " + spec.name() + ": bad connector=" + connector);
         }
         DataStream<String> records = source.uid(sourceName);
+        if (spec.values.containsKey("topic2")) {
+            JobSpec second = spec.secondSource();
+            String secondName = second.get("source", spec.name() + "-source2");
+            records = records.union(env.fromSource(kafkaSource(second, options.get("bootstrap")),
+                    watermarks, secondName).uid(secondName));
+        }
         var mapped = records
                 .map(new DelayMap(Long.parseLong(spec.get("delay-us", "0")),
                         spec.values.get("delay-file"), failFile,
