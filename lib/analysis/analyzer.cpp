@@ -788,6 +788,13 @@ struct Analyzer::State {
           const std::int64_t position = *partition.current + 1;
           partition.flink_lag =
               std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(*log_end)) - position);
+          // The KafkaSource's position is after the last record, so a transaction's marker
+          // stays ahead of it for good: nothing left to read is no lag.
+          if (*partition.flink_lag > 0 && snapshot != nullptr &&
+              kafka::OnlyMarkersBefore(*snapshot, {partition.topic, partition.partition}, position,
+                                       static_cast<std::int64_t>(std::floor(*log_end)))) {
+            partition.flink_lag = 0;
+          }
           // As of the same time: measured at `now`, the age would climb between two refreshes
           // of a steady job and drop at each (a sawtooth of lagsight's own making).
           std::optional<kafka::RecordTimestamp> record;

@@ -52,6 +52,12 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
                                                : std::optional<std::int64_t>(committed->second),
             offsets == snapshot.partitions.end() ? kafka::PartitionOffsets{} : offsets->second);
         if (partition.position == CommitPosition::kNoCommit) ++topic_lag.uncommitted_partitions;
+        // Read to the end: only a transaction's commit marker is left, which no consumer gets.
+        if (partition.lag > 0 && offsets != snapshot.partitions.end() &&
+            kafka::OnlyMarkersBefore(snapshot, tp, *partition.committed,
+                                     *offsets->second.log_end)) {
+          partition.lag = 0;
+        }
         if (partition.lag) {
           topic_lag.lag_sum += *partition.lag;
           group_lag.max_lag = std::max(group_lag.max_lag.value_or(0), *partition.lag);

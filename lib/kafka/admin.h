@@ -49,8 +49,10 @@ struct ListedOffsets {
 
 struct FetchedTimestamps {
   std::map<RecordKey, RecordTimestamp> timestamps;
-  // Positions that could not be read, and why. A position with no record up to the log end
-  // (only transaction markers there) is neither here nor in timestamps.
+  // Positions with no record up to the end of the log: position -> the offset the reader reached
+  // there (the log end as of the fetch). Everything in between is transaction markers.
+  std::map<RecordKey, std::int64_t> markers_only;
+  // Positions that could not be read, and why.
   std::vector<std::string> errors;
 };
 

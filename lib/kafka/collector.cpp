@@ -344,6 +344,11 @@ void Collector::ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wa
       for (const auto& [key, timestamp] : fetched->timestamps) {
         if (wanted.contains(key)) timestamp_cache_[key] = timestamp;
       }
+      // Not cached: the next record written makes it false, and a position there is fetched
+      // again each poll anyway (it has no timestamp to keep).
+      for (const auto& [key, end] : fetched->markers_only) {
+        if (wanted.contains(key)) snapshot.markers_only[key] = end;
+      }
       for (const std::string& error : fetched->errors) {
         snapshot.partial_errors.push_back("record timestamp at " + error);
       }

@@ -707,6 +707,8 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
       const std::int64_t offset = wanted->second;
       if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         // Only transaction markers between the position and the log end: no record to date.
+        // The EOF carries the offset the reader stopped at, the log end as it fetched.
+        if (message->offset >= offset) answer.markers_only[{tp, offset}] = message->offset;
       } else if (message->err) {
         answer.errors.push_back(describe(tp, offset) + ": " +
                                 rd_kafka_message_errstr(message.get()));

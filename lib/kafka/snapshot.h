@@ -113,9 +113,22 @@ struct KafkaSnapshot {
   // Unix seconds when the poll that took this snapshot began (0: unknown): every offset in it
   // was read after that.
   double requested_at = 0;
+  // Positions (of those whose record timestamps were wanted) with no record up to the log end:
+  // position -> the offset the reader reached. A transactional producer's commit (or abort)
+  // marker takes an offset no consumer ever receives, so a reader that read every record of a
+  // committed transaction stands one marker short of the log end for good.
+  std::map<RecordKey, std::int64_t> markers_only;
 };
 
 // True when the bootstrap addresses that answered name two or more different clusters.
+// True when nothing but transaction markers lies between `position` and `log_end` on `tp`, as
+// the snapshot's record reader found: a reader there has consumed every record.
+inline bool OnlyMarkersBefore(const KafkaSnapshot& snapshot, const TopicPartition& tp,
+                              std::int64_t position, std::int64_t log_end) {
+  const auto found = snapshot.markers_only.find({tp, position});
+  return found != snapshot.markers_only.end() && found->second >= log_end;
+}
+
 inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {
   const std::string* first = nullptr;
   for (const BootstrapIdentity& bootstrap : snapshot.bootstraps) {

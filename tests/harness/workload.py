@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException,
+                             Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -448,3 +448,46 @@ def make_topic(bootstrap: str, topic: str, partitions: int = 1, *, prefill: int 
     if prefill:
         produce(bootstrap, topic, [prefill // partitions] * partitions)
     return SteadyProducer(bootstrap, topic, partitions, rate) if rate else None
+
+
+def produce_transactional(bootstrap: str, topic: str, counts_per_partition: Sequence[int],
+                          transactional_id: str, *,
+                          timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    """Writes ``counts_per_partition[p]`` records to partition p in one transaction, committed.
+
+    A real transactional producer (librdkafka's): each partition's log then ends with the
+    transaction's commit marker, an offset no consumer ever receives.
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "acks": "all", "linger.ms": 5})
+    producer.init_transactions(timeout)
+    producer.begin_transaction()
+    for partition, count in enumerate(counts_per_partition):
+        for index in range(count):
+            producer.produce(topic, key=f"{partition}-{index}".encode(), value=b"x",
+                             partition=partition)
+    producer.commit_transaction(timeout)
+
+
+def records_after(bootstrap: str, topic: str, partition: int, offset: int,
+                  timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
+    """How many records a real consumer receives from ``offset`` to the end of the partition
+    (librdkafka's default read_committed; with no transaction open, read_uncommitted agrees)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lagsight-test-probe",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        received = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    return received
+                raise RuntimeError(f"reading {topic}[{partition}]@{offset}: {message.error()}")
+            received += 1
+        raise TimeoutError(f"no end of {topic}[{partition}] within {timeout} s")
+    finally:
+        consumer.close()

@@ -352,3 +352,16 @@ TEST_CASE("a topic on two clusters is not guessed between unless one group holds
   CHECK(joins.at(0).kafka_cluster.empty());
   CHECK(joins.at(0).partitions.empty());
 }
+
+TEST_CASE("a job that read every record before a transaction marker has no Flink-side lag",
+          "[analysis]") {
+  auto kafka = Kafka();
+  // Partition 0: log end 1000, the job read up to 998, and offset 999 is a commit marker.
+  kafka.markers_only = {{{{"orders.v2", 0}, 999}, 1000}};
+  const auto joins = analysis::JoinFlinkWithKafka(
+      Config(), OneJob({{{"orders_v2", 0}, {998, 999}}, {{"orders_v2", 1}, {489, 450}}}),
+      {{"prod", &kafka}});
+  REQUIRE(joins.at(0).partitions.size() == 2);
+  CHECK(joins[0].partitions[0].flink_lag == 0);
+  CHECK(joins[0].partitions[1].flink_lag == 10);  // no marker found there: real records wait
+}

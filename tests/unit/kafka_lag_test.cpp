@@ -91,3 +91,24 @@ TEST_CASE("a topic that no longer exists contributes no lag", "[analysis]") {
   CHECK(lags[0].topics.empty());
   CHECK_FALSE(lags[0].max_lag.has_value());
 }
+
+TEST_CASE("a group that read every record of a transactional topic has no lag", "[analysis]") {
+  // A committed transaction of 100 records ends with its marker at offset 100: the log end is
+  // 101, the group committed 100 (after the last record), and the record reader found nothing
+  // but markers from 100 to the end. On partition 1 a record came after the marker.
+  KafkaSnapshot snapshot;
+  snapshot.topic_partitions = {{"payments", 2}};
+  snapshot.partitions = {{{"payments", 0}, {0, 101}}, {{"payments", 1}, {0, 150}}};
+  snapshot.markers_only = {{{{"payments", 0}, 100}, 101}, {{{"payments", 1}, 100}, 101}};
+  ConsumerGroup group;
+  group.id = "ledger";
+  group.committed = {{{"payments", 0}, 100}, {{"payments", 1}, 100}};
+  snapshot.groups = {group};
+  const auto lags = ComputeGroupLags(snapshot);
+  REQUIRE(lags.size() == 1);
+  const auto& payments = lags[0].topics.at(0);
+  CHECK(payments.partitions[0].lag == 0);
+  // Markers only up to 101, but the log end is 150 now: 50 records wait.
+  CHECK(payments.partitions[1].lag == 50);
+  CHECK(payments.lag_sum == 50);
+}
