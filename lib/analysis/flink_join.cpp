@@ -30,7 +30,8 @@ std::vector<std::string> SourceLabels(const flink::FlinkJob& job) {
 namespace {
 
 // escaped topic -> real topics with that escaped name
-std::map<std::string, std::vector<std::string>> EscapedTopics(const kafka::KafkaSnapshot& kafka) {
+using EscapedTopicMap = std::map<std::string, std::vector<std::string>>;
+EscapedTopicMap EscapedTopics(const kafka::KafkaSnapshot& kafka) {
   std::map<std::string, std::vector<std::string>> out;
   for (const std::string& topic : kafka.all_topics)
     out[flink::MetricTopicName(topic)].push_back(topic);
@@ -131,10 +132,9 @@ void CountIdleSubtasks(const flink::FlinkJob& job, const flink::SourceReader& so
 
 // The source's offsets by real topic of `snapshot`; escaped names that fit no topic, or several,
 // are left out and listed in `unresolved` (when given).
-Resolved Resolve(const flink::SourceReader& source, const kafka::KafkaSnapshot& snapshot,
+Resolved Resolve(const flink::SourceReader& source, const EscapedTopicMap& escaped_topics,
                  std::vector<UnresolvedTopic>* unresolved) {
   Resolved resolved;
-  const auto escaped_topics = EscapedTopics(snapshot);
   std::map<std::string, std::string> real_topic_of;
   for (const auto& [tp, offsets] : source.partitions) {
     if (!real_topic_of.contains(tp.escaped_topic)) {
@@ -162,6 +162,7 @@ Resolved Resolve(const flink::SourceReader& source, const kafka::KafkaSnapshot& 
 // cluster's lag.
 std::string ChooseCluster(const flink::SourceReader& source,
                           const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,
+                          const std::map<std::string, EscapedTopicMap>& escaped_by_cluster,
                           const CommittedEarlier& committed_earlier) {
   if (kafka.size() == 1) return kafka.begin()->first;
   std::set<std::string> escaped;
@@ -170,7 +171,7 @@ std::string ChooseCluster(const flink::SourceReader& source,
   std::vector<std::pair<std::string, Resolved>> having_all;
   for (const auto& [name, snapshot] : kafka) {
     if (snapshot == nullptr) continue;
-    Resolved resolved = Resolve(source, *snapshot, nullptr);
+    Resolved resolved = Resolve(source, escaped_by_cluster.at(name), nullptr);
     std::set<std::string> found;
     for (const auto& [tp, offsets] : resolved) found.insert(flink::MetricTopicName(tp.topic));
     if (found == escaped) having_all.emplace_back(name, std::move(resolved));
@@ -193,6 +194,11 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
     const std::map<std::string, const kafka::KafkaSnapshot*>& kafka,
     const CommittedEarlier& committed_earlier) {
   std::vector<FlinkSourceJoin> joins;
+  // Built once per cluster, not per source: a poll joins every source of every job.
+  std::map<std::string, EscapedTopicMap> escaped_by_cluster;
+  for (const auto& [name, snapshot] : kafka) {
+    if (snapshot != nullptr) escaped_by_cluster.emplace(name, EscapedTopics(*snapshot));
+  }
   for (const flink::FlinkJob& job : flink.jobs) {
     const std::vector<std::string> labels = SourceLabels(job);
     for (std::size_t index = 0; index < job.sources.size(); ++index) {
@@ -218,7 +224,9 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       std::string cluster = mapping != nullptr && !mapping->kafka_cluster.empty()
                                 ? mapping->kafka_cluster
                                 : flink_config.kafka_cluster;
-      if (cluster.empty()) cluster = ChooseCluster(source, kafka, committed_earlier);
+      if (cluster.empty()) {
+        cluster = ChooseCluster(source, kafka, escaped_by_cluster, committed_earlier);
+      }
       const auto found_kafka = kafka.find(cluster);
       const kafka::KafkaSnapshot* snapshot =
           found_kafka == kafka.end() ? nullptr : found_kafka->second;
@@ -226,7 +234,8 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
 
       // Without the Kafka cluster's topic list nothing can be mapped, and nothing is "unknown".
       const Resolved resolved =
-          snapshot != nullptr ? Resolve(source, *snapshot, &join.unresolved) : Resolved{};
+          snapshot != nullptr ? Resolve(source, escaped_by_cluster.at(cluster), &join.unresolved)
+                              : Resolved{};
 
       if (mapping != nullptr) {
         join.group = mapping->group;
