@@ -768,6 +768,13 @@ struct Analyzer::State {
       topic.topic = joined.topic;
       topic.unread_partitions = joined.unread_partitions;
     }
+    // Judgements of partitions the source no longer reads (a deleted topic) are dropped.
+    std::erase_if(job.beyond_log_end, [&](const auto& entry) {
+      const auto& [source, topic, number] = entry.first;
+      return source == join.source &&
+             std::none_of(join.partitions.begin(), join.partitions.end(),
+                          [&](const auto& p) { return p.topic == topic && p.partition == number; });
+    });
     for (FlinkPartitionJoin& partition : join.partitions) {
       FlinkTopicJoin& topic = topics[partition.topic];
       topic.topic = partition.topic;
@@ -786,15 +793,14 @@ struct Analyzer::State {
         }
         if (const auto log_end = LogEndAt(history->second, taken)) {
           const std::int64_t position = *partition.current + 1;
+          // Against the log end of when the position was taken; a transaction's marker past
+          // the last record is nothing left to read (kafka::UnreadRecords).
+          const auto end = static_cast<std::int64_t>(std::floor(*log_end));
           partition.flink_lag =
-              std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(*log_end)) - position);
-          // The KafkaSource's position is after the last record, so a transaction's marker
-          // stays ahead of it for good: nothing left to read is no lag.
-          if (*partition.flink_lag > 0 && snapshot != nullptr &&
-              kafka::OnlyMarkersBefore(*snapshot, {partition.topic, partition.partition}, position,
-                                       static_cast<std::int64_t>(std::floor(*log_end)))) {
-            partition.flink_lag = 0;
-          }
+              snapshot != nullptr
+                  ? kafka::UnreadRecords(*snapshot, {partition.topic, partition.partition},
+                                         position, end)
+                  : std::max<std::int64_t>(0, end - position);
           // As of the same time: measured at `now`, the age would climb between two refreshes
           // of a steady job and drop at each (a sawtooth of lagsight's own making).
           std::optional<kafka::RecordTimestamp> record;

@@ -269,12 +269,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         else if (offsets.committed)
           position = offsets.committed;
         if (position && partition.log_end) {
-          partition.flink_lag = std::max<std::int64_t>(0, *partition.log_end - *position);
-          // Only a transaction's marker left: read to the end (see kafka::OnlyMarkersBefore).
-          if (*partition.flink_lag > 0 &&
-              kafka::OnlyMarkersBefore(*snapshot, tp, *position, *partition.log_end)) {
-            partition.flink_lag = 0;
-          }
+          partition.flink_lag = kafka::UnreadRecords(*snapshot, tp, *position, *partition.log_end);
         }
         if (position && offsets.committed)
           partition.checkpoint_gap = *position - *offsets.committed;

@@ -53,10 +53,9 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
             offsets == snapshot.partitions.end() ? kafka::PartitionOffsets{} : offsets->second);
         if (partition.position == CommitPosition::kNoCommit) ++topic_lag.uncommitted_partitions;
         // Read to the end: only a transaction's commit marker is left, which no consumer gets.
-        if (partition.lag > 0 && offsets != snapshot.partitions.end() &&
-            kafka::OnlyMarkersBefore(snapshot, tp, *partition.committed,
-                                     *offsets->second.log_end)) {
-          partition.lag = 0;
+        if (partition.lag > 0) {
+          partition.lag =
+              kafka::UnreadRecords(snapshot, tp, *partition.committed, *offsets->second.log_end);
         }
         if (partition.lag) {
           topic_lag.lag_sum += *partition.lag;

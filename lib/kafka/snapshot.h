@@ -121,12 +121,16 @@ struct KafkaSnapshot {
 };
 
 // True when the bootstrap addresses that answered name two or more different clusters.
-// True when nothing but transaction markers lies between `position` and `log_end` on `tp`, as
-// the snapshot's record reader found: a reader there has consumed every record.
-inline bool OnlyMarkersBefore(const KafkaSnapshot& snapshot, const TopicPartition& tp,
-                              std::int64_t position, std::int64_t log_end) {
+// The records a reader at `position` has left to read up to `log_end` on `tp`: log_end -
+// position, or 0 when the snapshot's record reader found nothing but transaction markers in
+// between (a reader there has consumed every record). The one rule for every lag lagsight
+// computes, Kafka side and Flink side.
+inline std::int64_t UnreadRecords(const KafkaSnapshot& snapshot, const TopicPartition& tp,
+                                  std::int64_t position, std::int64_t log_end) {
+  if (log_end <= position) return 0;
   const auto found = snapshot.markers_only.find({tp, position});
-  return found != snapshot.markers_only.end() && found->second >= log_end;
+  if (found != snapshot.markers_only.end() && found->second >= log_end) return 0;
+  return log_end - position;
 }
 
 inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {
