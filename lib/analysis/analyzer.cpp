@@ -248,7 +248,7 @@ struct Analyzer::State {
       LogEndHistory history =
           existing != cluster.log_ends.end() ? std::move(existing->second) : LogEndHistory();
       if (!history.empty() && history.back().log_end > *offsets.log_end) history.Clear();
-      history.Add({now, *offsets.log_end});
+      history.Add({now, *offsets.log_end, *kafka::ReadableEnd(offsets, true)});
       log_ends.emplace(tp, std::move(history));
     }
     cluster.log_ends = std::move(log_ends);
@@ -402,7 +402,8 @@ struct Analyzer::State {
             position = *log->second.log_start;
           }
           std::optional<kafka::RecordTimestamp> timestamp;
-          if (const auto fetched = snapshot.record_timestamps.find({tp, position});
+          if (const auto fetched =
+                  snapshot.record_timestamps.find({tp, position, lag.read_committed});
               fetched != snapshot.record_timestamps.end()) {
             timestamp = fetched->second;
           }
@@ -791,7 +792,7 @@ struct Analyzer::State {
         if (seen != job.positions_taken.end() && seen->second.first == *partition.current) {
           taken = std::max(taken, seen->second.second);
         }
-        if (const auto log_end = LogEndAt(history->second, taken)) {
+        if (const auto log_end = LogEndAt(history->second, taken, join.read_committed)) {
           const std::int64_t position = *partition.current + 1;
           // Against the log end of when the position was taken; a transaction's marker past
           // the last record is nothing left to read (kafka::UnreadRecords).
@@ -799,14 +800,14 @@ struct Analyzer::State {
           partition.flink_lag =
               snapshot != nullptr
                   ? kafka::UnreadRecords(*snapshot, {partition.topic, partition.partition},
-                                         position, end)
+                                         position, end, join.read_committed)
                   : std::max<std::int64_t>(0, end - position);
           // As of the same time: measured at `now`, the age would climb between two refreshes
           // of a steady job and drop at each (a sawtooth of lagsight's own making).
           std::optional<kafka::RecordTimestamp> record;
           if (snapshot != nullptr) {
             const auto fetched = snapshot->record_timestamps.find(
-                {{partition.topic, partition.partition}, position});
+                {{partition.topic, partition.partition}, position, join.read_committed});
             if (fetched != snapshot->record_timestamps.end()) record = fetched->second;
           }
           partition.lag_seconds =

@@ -206,6 +206,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       FlinkSourceJoin join;
       join.job_id = job.overview.id;
       join.job_name = job.overview.name;
+      join.read_committed = job.read_committed;
       join.source = labels[index];
       CountIdleSubtasks(job, source, join);
       // The first mapping for the job and this source: two sources of one job may read two
@@ -269,7 +270,10 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         else if (offsets.committed)
           position = offsets.committed;
         if (position && partition.log_end) {
-          partition.flink_lag = kafka::UnreadRecords(*snapshot, tp, *position, *partition.log_end);
+          const kafka::PartitionOffsets& log = snapshot->partitions.at(tp);
+          partition.flink_lag = kafka::UnreadRecords(*snapshot, tp, *position,
+                                                     *kafka::ReadableEnd(log, job.read_committed),
+                                                     job.read_committed);
         }
         if (position && offsets.committed)
           partition.checkpoint_gap = *position - *offsets.committed;

@@ -74,7 +74,8 @@ struct FlinkSourceJoin {
   std::string source;         // the source operator's name, e.g. "orders-source"
   std::string kafka_cluster;  // empty when no Kafka cluster could be chosen
   std::optional<std::string> group;
-  std::string association;  // "configured" or "matched", with group
+  std::string association;      // "configured" or "matched", with group
+  bool read_committed = false;  // the job reads read_committed (FlinkJob::read_committed)
   // Matched only through the group's recent past (CommittedEarlier), not its current offsets:
   // weaker evidence, which must not move a job off a group it was matched with before.
   bool matched_by_history = false;

@@ -2,16 +2,19 @@
 
 namespace lagsight::analysis {
 
-std::optional<double> LogEndAt(const LogEndHistory& history, double time) {
+std::optional<double> LogEndAt(const LogEndHistory& history, double time, bool read_committed) {
+  const auto end = [read_committed](const LogEndSample& sample) {
+    return static_cast<double>(read_committed ? sample.last_stable : sample.log_end);
+  };
   const auto& samples = history.samples();
   if (samples.empty()) return std::nullopt;
-  if (time <= samples.front().time) return static_cast<double>(samples.front().log_end);
-  if (time >= samples.back().time) return static_cast<double>(samples.back().log_end);
+  if (time <= samples.front().time) return end(samples.front());
+  if (time >= samples.back().time) return end(samples.back());
   const std::size_t after = history.FirstAtOrAfter(time);
   const LogEndSample& a = samples[after - 1];
   const LogEndSample& b = samples[after];
   const double share = (time - a.time) / (b.time - a.time);
-  return static_cast<double>(a.log_end) + share * static_cast<double>(b.log_end - a.log_end);
+  return end(a) + share * (end(b) - end(a));
 }
 
 std::optional<double> InputRate(const LogEndHistory& history, double now, double window,

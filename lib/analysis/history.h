@@ -127,9 +127,11 @@ std::optional<double> CatchUpSeconds(const ThinningSeries<Sample>& series, Value
   return latest / -slope;
 }
 
-// The log end at `time`, interpolated between the samples around it; the oldest (newest) one
-// before (after) the history. None without history.
-std::optional<double> LogEndAt(const LogEndHistory& history, double time);
+// The log end at `time` (for a read_committed reader the last stable offset), interpolated
+// between the samples around it; the oldest (newest) one before (after) the history. None
+// without history.
+std::optional<double> LogEndAt(const LogEndHistory& history, double time,
+                               bool read_committed = false);
 
 // Records per second that arrived over the window (from the log-end history), none when the
 // history spans less than `minimum_span` seconds.

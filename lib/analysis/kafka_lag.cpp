@@ -6,7 +6,7 @@
 namespace lagsight::analysis {
 
 PartitionLag ComputePartitionLag(std::int32_t partition, std::optional<std::int64_t> committed,
-                                 const kafka::PartitionOffsets& offsets) {
+                                 const kafka::PartitionOffsets& offsets, bool read_committed) {
   PartitionLag result;
   result.partition = partition;
   result.committed = committed;
@@ -19,7 +19,7 @@ PartitionLag ComputePartitionLag(std::int32_t partition, std::optional<std::int6
     return result;
   }
   const std::int64_t end = *offsets.log_end;
-  result.lag = std::max<std::int64_t>(0, end - *committed);
+  result.lag = std::max<std::int64_t>(0, *kafka::ReadableEnd(offsets, read_committed) - *committed);
   if (*committed > end) {
     result.position = CommitPosition::kBeyondLogEnd;
   } else if (offsets.log_start && *committed < *offsets.log_start) {
@@ -35,6 +35,7 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
     if (!group.offsets_known) continue;
     GroupLag group_lag;
     group_lag.group = group.id;
+    group_lag.read_committed = group.read_committed;
     std::set<std::string> topics;
     for (const auto& [tp, offset] : group.committed) topics.insert(tp.topic);
     for (const std::string& topic : topics) {
@@ -50,12 +51,14 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
             p,
             committed == group.committed.end() ? std::nullopt
                                                : std::optional<std::int64_t>(committed->second),
-            offsets == snapshot.partitions.end() ? kafka::PartitionOffsets{} : offsets->second);
+            offsets == snapshot.partitions.end() ? kafka::PartitionOffsets{} : offsets->second,
+            group.read_committed);
         if (partition.position == CommitPosition::kNoCommit) ++topic_lag.uncommitted_partitions;
         // Read to the end: only a transaction's commit marker is left, which no consumer gets.
         if (partition.lag > 0) {
-          partition.lag =
-              kafka::UnreadRecords(snapshot, tp, *partition.committed, *offsets->second.log_end);
+          partition.lag = kafka::UnreadRecords(
+              snapshot, tp, *partition.committed,
+              *kafka::ReadableEnd(offsets->second, group.read_committed), group.read_committed);
         }
         if (partition.lag) {
           topic_lag.lag_sum += *partition.lag;

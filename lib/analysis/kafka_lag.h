@@ -46,13 +46,17 @@ struct GroupLag {
   std::string group;
   std::vector<TopicLag> topics;         // topics the group committed on, by name
   std::optional<std::int64_t> max_lag;  // over all its partitions with a known lag
+  bool read_committed = false;          // lag up to the last stable offset (ConsumerGroup)
 };
 
 // One entry per group of the snapshot whose offsets are known, in the snapshot's order.
 std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot);
 
-// The rule for one partition, exposed for tests and for the Flink side to reuse.
+// The rule for one partition, exposed for tests and for the Flink side to reuse: the lag runs to
+// kafka::ReadableEnd of the reader's isolation; "beyond the log end" is judged against the high
+// watermark either way.
 PartitionLag ComputePartitionLag(std::int32_t partition, std::optional<std::int64_t> committed,
-                                 const kafka::PartitionOffsets& offsets);
+                                 const kafka::PartitionOffsets& offsets,
+                                 bool read_committed = false);
 
 }  // namespace lagsight::analysis

@@ -44,6 +44,9 @@ const char* LagSecondsMethodName(LagSecondsMethod method);
 struct LogEndSample {
   double time = 0;  // unix seconds of the poll
   std::int64_t log_end = 0;
+  // The end a read_committed reader reads to: the last stable offset where it was read, else
+  // the log end.
+  std::int64_t last_stable = 0;
 };
 using LogEndHistory = ThinningSeries<LogEndSample>;
 

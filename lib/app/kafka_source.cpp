@@ -110,8 +110,10 @@ kafka::ExtraReads FlinkReadsOf(const analysis::SourcesView& sources) {
       for (const flink::SourceReader& reader : job.sources) {
         for (const auto& [tp, offsets] : reader.partitions) {
           reads.unified_topics.insert(tp.escaped_topic);
+          if (job.read_committed) reads.read_committed_topics.insert(tp.escaped_topic);
           if (offsets.current && *offsets.current < std::numeric_limits<std::int64_t>::max()) {
-            reads.positions.emplace(tp.escaped_topic, tp.partition, *offsets.current + 1);
+            reads.positions.emplace(tp.escaped_topic, tp.partition, *offsets.current + 1,
+                                    job.read_committed);
           }
         }
       }

@@ -101,6 +101,19 @@ class Reader {
     return out;
   }
 
+  // A list of regular expressions, each to fully match a name; the error points at the item.
+  std::vector<Pattern> PatternList(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsSequence()) Fail(node, path, "must be a list of regular expressions");
+    std::vector<Pattern> out;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string item_path = path + "[" + std::to_string(i) + "]";
+      auto pattern = Pattern::Compile(String(node[i], item_path));
+      if (!pattern) Fail(node[i], item_path, pattern.error().message);
+      out.push_back(std::move(pattern).value());
+    }
+    return out;
+  }
+
   milliseconds Duration(const YAML::Node& node, const std::string& path, milliseconds minimum,
                         milliseconds maximum) const {
     auto parsed = ParseDuration(String(node, path));
@@ -226,10 +239,10 @@ void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const
 KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node,
                                     const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(
-      node, path,
-      {"name", "bootstrap_servers", "properties", "poll_interval", "request_timeout",
-       "poll_timeout", "max_concurrent_requests", "lag_seconds_fetch_budget", "groups", "topics"});
+  reader.RequireOnlyKeys(node, path,
+                         {"name", "bootstrap_servers", "properties", "poll_interval",
+                          "request_timeout", "poll_timeout", "max_concurrent_requests",
+                          "lag_seconds_fetch_budget", "groups", "topics", "read_committed_groups"});
   KafkaClusterConfig cluster;
 
   cluster.name = reader.ClusterName(node, path);
@@ -292,6 +305,10 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   }
   if (node["groups"]) cluster.groups = reader.Filter(node["groups"], path + ".groups");
   if (node["topics"]) cluster.topics = reader.Filter(node["topics"], path + ".topics");
+  if (node["read_committed_groups"]) {
+    cluster.read_committed_groups =
+        reader.PatternList(node["read_committed_groups"], path + ".read_committed_groups");
+  }
   return cluster;
 }
 
@@ -320,10 +337,10 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
                                     const std::string& path,
                                     const std::vector<KafkaClusterConfig>& kafka) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(
-      node, path,
-      {"name", "rest_url", "kafka_cluster", "poll_interval", "request_timeout",
-       "max_concurrent_requests", "max_response_bytes", "tls", "auth", "jobs", "groups"});
+  reader.RequireOnlyKeys(node, path,
+                         {"name", "rest_url", "kafka_cluster", "poll_interval", "request_timeout",
+                          "max_concurrent_requests", "max_response_bytes", "tls", "auth", "jobs",
+                          "groups", "read_committed_jobs"});
   FlinkClusterConfig cluster;
   cluster.name = reader.ClusterName(node, path);
   if (!node["rest_url"]) reader.Fail(node, path, "missing required key \"rest_url\"");
@@ -409,6 +426,10 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
     }
   }
   if (node["jobs"]) cluster.jobs = reader.Filter(node["jobs"], path + ".jobs");
+  if (node["read_committed_jobs"]) {
+    cluster.read_committed_jobs =
+        reader.PatternList(node["read_committed_jobs"], path + ".read_committed_jobs");
+  }
   if (const YAML::Node groups = node["groups"]) {
     const std::string groups_path = path + ".groups";
     if (!groups.IsSequence()) reader.Fail(groups, groups_path, "must be a list of {job, group}");

@@ -39,6 +39,10 @@ struct KafkaClusterConfig {
   int lag_seconds_fetch_budget = 500;
   NameFilter groups;
   NameFilter topics;
+  // Groups (full match on the id) whose consumers read with isolation.level=read_committed:
+  // their lag is counted up to the last stable offset, not the high watermark, since records of
+  // a transaction still open are not theirs to read yet, nor an aborted transaction's ever.
+  std::vector<Pattern> read_committed_groups;
 
   friend bool operator==(const KafkaClusterConfig&, const KafkaClusterConfig&) = default;
 };
@@ -73,6 +77,9 @@ struct FlinkClusterConfig {
   std::string bearer_token;
   NameFilter jobs;
   std::vector<FlinkGroupMapping> groups;
+  // Jobs (full match on the name) whose Kafka sources read with isolation.level=read_committed;
+  // as KafkaClusterConfig::read_committed_groups, for their Flink-side lag.
+  std::vector<Pattern> read_committed_jobs;
 
   friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
 };

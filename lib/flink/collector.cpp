@@ -1,5 +1,6 @@
 #include "flink/collector.h"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -214,6 +215,9 @@ asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::
   const bool running = overview.state == "RUNNING";
   FlinkJob job;
   job.overview = overview;
+  job.read_committed =
+      std::any_of(cluster_.read_committed_jobs.begin(), cluster_.read_committed_jobs.end(),
+                  [&](const config::Pattern& pattern) { return pattern.FullMatch(overview.name); });
   const std::string base = "/jobs/" + PercentEncode(overview.id);
 
   // A job that is not running (restarting, failing, starting...) is kept with what Flink can

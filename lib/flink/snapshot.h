@@ -120,6 +120,9 @@ struct FlinkJob {
   // did not answer: `checkpoints` and `checkpoint_config` then hold defaults, not Flink's values.
   bool checkpoint_stats_reported = true;
   std::vector<SourceReader> sources;  // RUNNING jobs only: other states expose no reader metrics
+  // Its sources read with isolation.level=read_committed, as configured (read_committed_jobs;
+  // Flink does not publish its sources' Kafka properties): its lag ends at the last stable offset.
+  bool read_committed = false;
 };
 
 struct FlinkSnapshot {

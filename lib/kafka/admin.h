@@ -40,7 +40,9 @@ struct GroupDescription {
 
 using CommittedOffsets = std::map<TopicPartition, std::int64_t>;
 
-enum class OffsetSpec { kEarliest, kLatest };
+// Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);
+// last stable offset (the log end of read_committed readers).
+enum class OffsetSpec { kEarliest, kLatest, kLastStable };
 
 struct ListedOffsets {
   std::map<TopicPartition, std::int64_t> offsets;
@@ -50,7 +52,8 @@ struct ListedOffsets {
 struct FetchedTimestamps {
   std::map<RecordKey, RecordTimestamp> timestamps;
   // Positions with no record up to the end of the log: position -> the offset the reader reached
-  // there (the log end as of the fetch). Everything in between is transaction markers.
+  // there (the log end as of the fetch, for a read_committed position the last stable offset).
+  // Everything in between is transaction markers, or records a read_committed reader never gets.
   std::map<RecordKey, std::int64_t> markers_only;
   // Positions that could not be read, and why.
   std::vector<std::string> errors;
@@ -77,7 +80,8 @@ class KafkaAdmin {
   virtual Result<std::map<std::string, std::int32_t>> TopicPartitionCounts(
       std::chrono::milliseconds timeout) = 0;
 
-  // Log-start or log-end offsets; a partition missing from `offsets` could not be read.
+  // Log-start, log-end or last stable offsets; a partition missing from `offsets` could not be
+  // read.
   virtual Result<ListedOffsets> ListOffsets(const std::vector<TopicPartition>& partitions,
                                             OffsetSpec spec, std::chrono::milliseconds timeout) = 0;
 
@@ -98,9 +102,9 @@ class KafkaAdmin {
   virtual Result<std::string> BrokerConfig(const std::string& name,
                                            std::chrono::milliseconds timeout) = 0;
 
-  // The timestamp of the first record at or after each position, read without joining or
-  // committing for any group. Each fetch round is bounded by `request_timeout`, all of them by
-  // `total_timeout`.
+  // The timestamp of the first record at or after each position that a reader of the position's
+  // isolation receives, read without joining or committing for any group. Each fetch round is
+  // bounded by `request_timeout`, all of them by `total_timeout`.
   virtual Result<FetchedTimestamps> RecordTimestamps(const std::vector<RecordKey>& positions,
                                                      std::chrono::milliseconds request_timeout,
                                                      std::chrono::milliseconds total_timeout) = 0;

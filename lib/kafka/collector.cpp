@@ -54,9 +54,11 @@ GroupKind KindOf(const GroupListing& listing, const GroupDescription* descriptio
   return GroupKind::kClassic;
 }
 
-// Reads log-start and log-end offsets of every partition of `topics`. Fails (the poll) only when
-// no log-end offset could be read at all: then there is no lag to report.
+// Reads log-start and log-end offsets of every partition of `topics`, and the last stable offsets
+// of those of `read_committed_topics`. Fails (the poll) only when no log-end offset could be read
+// at all: then there is no lag to report.
 std::optional<Error> ReadLogOffsets(const std::set<std::string>& topics,
+                                    const std::set<std::string>& read_committed_topics,
                                     const std::map<std::string, std::int32_t>& counts,
                                     const Deadline& deadline, KafkaAdmin& admin,
                                     KafkaSnapshot& snapshot) {
@@ -92,6 +94,24 @@ std::optional<Error> ReadLogOffsets(const std::set<std::string>& topics,
   } else {
     snapshot.partial_errors.push_back(log_start.error().message);
   }
+
+  std::vector<TopicPartition> stable;
+  for (const TopicPartition& tp : partitions) {
+    if (read_committed_topics.contains(tp.topic)) stable.push_back(tp);
+  }
+  if (stable.empty()) return std::nullopt;
+  // Without it a read_committed reader's lag falls back to the high watermark (kafka::ReadableEnd).
+  auto last_stable = admin.ListOffsets(stable, OffsetSpec::kLastStable, deadline.NextRequest());
+  if (last_stable) {
+    for (const auto& [tp, offset] : last_stable->offsets) {
+      snapshot.partitions[tp].last_stable = offset;
+    }
+    for (const std::string& error : last_stable->errors) {
+      snapshot.partial_errors.push_back("last stable offset of " + error);
+    }
+  } else {
+    snapshot.partial_errors.push_back("last stable offsets: " + last_stable.error().message);
+  }
   return std::nullopt;
 }
 
@@ -102,13 +122,14 @@ std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot&
   for (const ConsumerGroup& group : snapshot.groups) {
     for (const auto& [tp, committed] : group.committed) {
       const auto offsets = snapshot.partitions.find(tp);
-      if (offsets == snapshot.partitions.end() || !offsets->second.log_end) continue;
-      const std::int64_t log_end = *offsets->second.log_end;
-      const std::int64_t lag = log_end - committed;
+      if (offsets == snapshot.partitions.end()) continue;
+      const auto end = ReadableEnd(offsets->second, group.read_committed);
+      if (!end) continue;
+      const std::int64_t lag = *end - committed;
       if (lag <= 0) continue;
       const std::int64_t position = std::max(committed, offsets->second.log_start.value_or(0));
-      if (position >= log_end) continue;
-      std::int64_t& largest = positions[RecordKey{tp, position}];
+      if (position >= *end) continue;
+      std::int64_t& largest = positions[RecordKey{tp, position, group.read_committed}];
       largest = std::max(largest, lag);
     }
   }
@@ -126,16 +147,18 @@ void AddExtraPositions(const ExtraReads& reads, const KafkaSnapshot& snapshot,
     const std::string unified = UnifyCollisionChars(topic);
     if (reads.unified_topics.contains(unified)) real_topics[unified].push_back(topic);
   }
-  for (const auto& [unified, partition, position] : reads.positions) {
+  for (const auto& [unified, partition, position, read_committed] : reads.positions) {
     const auto topics = real_topics.find(unified);
     if (topics == real_topics.end()) continue;
     for (const std::string& topic : topics->second) {
       const auto offsets = snapshot.partitions.find({topic, partition});
-      if (offsets == snapshot.partitions.end() || !offsets->second.log_end) continue;
+      if (offsets == snapshot.partitions.end()) continue;
+      const auto end = ReadableEnd(offsets->second, read_committed);
+      if (!end) continue;
       if (position < offsets->second.log_start.value_or(0)) continue;  // deleted: nothing to date
-      const std::int64_t lag = *offsets->second.log_end - position;
+      const std::int64_t lag = *end - position;
       if (lag <= 0) continue;
-      std::int64_t& largest = positions[RecordKey{{topic, partition}, position}];
+      std::int64_t& largest = positions[RecordKey{{topic, partition}, position, read_committed}];
       largest = std::max(largest, lag);
     }
   }
@@ -220,6 +243,7 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   auto offsets = admin_->ListCommittedOffsets(ids, cluster_.max_concurrent_requests,
                                               deadline.NextRequest(), deadline.Left());
   std::set<std::string> topics;
+  std::set<std::string> read_committed_topics;
   for (std::size_t i = 0; i < listings.size(); ++i) {
     const GroupListing& listing = listings[i];
     const auto found = descriptions.find(listing.id);
@@ -229,6 +253,9 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
 
     ConsumerGroup group;
     group.id = listing.id;
+    group.read_committed =
+        std::any_of(cluster_.read_committed_groups.begin(), cluster_.read_committed_groups.end(),
+                    [&](const config::Pattern& pattern) { return pattern.FullMatch(group.id); });
     group.kind = KindOf(listing, description);
     group.state = described_ok ? description->state : listing.state;
     if (described_ok) group.members = description->members;
@@ -237,6 +264,7 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
         if (!cluster_.topics.Accepts(tp.topic)) continue;
         group.committed.emplace(tp, offset);
         topics.insert(tp.topic);
+        if (group.read_committed) read_committed_topics.insert(tp.topic);
       }
     } else {
       group.offsets_known = false;
@@ -252,9 +280,15 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   for (const auto& [topic, count] : *counts) {
     if (!cluster_.topics.Accepts(topic)) continue;
     snapshot.all_topics.push_back(topic);
-    if (extra_reads.unified_topics.contains(UnifyCollisionChars(topic))) topics.insert(topic);
+    const std::string unified = UnifyCollisionChars(topic);
+    if (extra_reads.unified_topics.contains(unified)) topics.insert(topic);
+    if (extra_reads.read_committed_topics.contains(unified)) {
+      topics.insert(topic);
+      read_committed_topics.insert(topic);
+    }
   }
-  if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) {
+  if (auto failed =
+          ReadLogOffsets(topics, read_committed_topics, *counts, deadline, *admin_, snapshot)) {
     return *failed;
   }
 

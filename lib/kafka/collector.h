@@ -3,8 +3,9 @@
 // A poll lists every consumer group (simple and empty ones included), keeps those the group
 // filter accepts, describes them, reads the committed offsets of all their partitions (bounded
 // concurrency), and reads log-start and log-end offsets of every partition of every topic they
-// committed on (after the topic filter). Every call is bounded by request_timeout and the
-// whole poll by poll_timeout. Poll() blocks: run it on a worker thread, one at a time.
+// committed on (after the topic filter), and their last stable offsets where a read_committed
+// reader reads them (read_committed_groups, ExtraReads). Every call is bounded by request_timeout
+// and the whole poll by poll_timeout. Poll() blocks: run it on a worker thread, one at a time.
 //
 // With several bootstrap addresses a poll first asks each address on its own which cluster
 // answers there; when two cluster ids answer, nothing else is read (one client must not talk to
@@ -43,8 +44,10 @@ std::string UnifyCollisionChars(std::string_view topic);
 // timestamp of the record at each lagging position, for its lag in seconds.
 struct ExtraReads {
   std::set<std::string> unified_topics;
-  // (unified topic, partition, the reader's next offset)
-  std::set<std::tuple<std::string, std::int32_t, std::int64_t>> positions;
+  // Of those, the ones some read_committed reader reads: their last stable offsets are read too.
+  std::set<std::string> read_committed_topics;
+  // (unified topic, partition, the reader's next offset, whether it reads read_committed)
+  std::set<std::tuple<std::string, std::int32_t, std::int64_t, bool>> positions;
 };
 
 class Collector {

@@ -267,6 +267,7 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
 
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
   record_reader_.reset();
+  committed_reader_.reset();
   queue_.reset();
   handle_.reset();
   opened_for_cluster_id_.reset();
@@ -517,16 +518,23 @@ Result<ListedOffsets> RdKafkaAdmin::ListOffsets(const std::vector<TopicPartition
   ListedOffsets answer;
   if (partitions.empty()) return answer;
   if (!handle_) return Error{"listing offsets: " + closed_reason_};
+  // The last stable offset is the log end a read_committed client's ListOffsets answers.
+  rd_kafka_t* client = handle_.get();
+  if (spec == OffsetSpec::kLastStable) {
+    auto reader = RecordReader(true);
+    if (!reader) return reader.error();
+    client = *reader;
+  }
   std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
       rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
   const std::int64_t query =
-      spec == OffsetSpec::kLatest ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+      spec == OffsetSpec::kEarliest ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_END;
   for (const TopicPartition& tp : partitions) {
     rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = query;
   }
   // offsets_for_times batches the partitions per leader; -1/-2 ask for log end/log start.
   const rd_kafka_resp_err_t error =
-      rd_kafka_offsets_for_times(handle_.get(), list.get(), ClampMillis(timeout));
+      rd_kafka_offsets_for_times(client, list.get(), ClampMillis(timeout));
   for (int i = 0; i < list->cnt; ++i) {
     const rd_kafka_topic_partition_t& p = list->elems[i];
     if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR || p.offset < 0) {
@@ -633,15 +641,15 @@ Result<std::string> RdKafkaAdmin::BrokerConfig(const std::string& name, millisec
   return Error{"broker " + broker_id + " has no config " + name};
 }
 
-Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<RecordKey>& positions,
-                                                         milliseconds request_timeout,
-                                                         milliseconds total_timeout) {
-  FetchedTimestamps answer;
-  if (positions.empty()) return answer;
-  if (!handle_) return Error{"reading record timestamps: " + closed_reason_};
-  if (!record_reader_) {
+Result<rd_kafka_t*> RdKafkaAdmin::RecordReader(bool read_committed) {
+  auto& reader = read_committed ? committed_reader_ : record_reader_;
+  if (!reader) {
     std::map<std::string, std::string> properties = properties_;
     properties["group.id"] = kRecordReaderGroup;
+    // A read_committed reader reads as a read_committed consumer does: up to the last stable
+    // offset, skipping aborted records; its ListOffsets answer the last stable offset as the log
+    // end (librdkafka sends the handle's isolation level).
+    properties["isolation.level"] = read_committed ? "read_committed" : "read_uncommitted";
     // Report "no record up to the log end" and a position deleted meanwhile, instead of
     // waiting, or silently jumping to another offset.
     properties["enable.partition.eof"] = "true";
@@ -650,13 +658,42 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
     properties["max.partition.fetch.bytes"] = "65536";
     properties["queued.max.messages.kbytes"] = "4096";
     properties["fetch.wait.max.ms"] = "100";
-    auto reader = NewClient<RecordReaderDeleter>(properties, cluster_name_);
-    if (!reader) return reader.error();
-    record_reader_ = std::move(reader).value();
-    rd_kafka_poll_set_consumer(record_reader_.get());
+    auto created = NewClient<RecordReaderDeleter>(properties, cluster_name_);
+    if (!created) return created.error();
+    reader = std::move(created).value();
+    rd_kafka_poll_set_consumer(reader.get());
   }
-  rd_kafka_t* reader = record_reader_.get();
+  return reader.get();
+}
 
+Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<RecordKey>& positions,
+                                                         milliseconds request_timeout,
+                                                         milliseconds total_timeout) {
+  FetchedTimestamps answer;
+  if (positions.empty()) return answer;
+  if (!handle_) return Error{"reading record timestamps: " + closed_reason_};
+  const auto total_deadline = SteadyClock::now() + total_timeout;
+  for (const bool read_committed : {false, true}) {
+    std::vector<RecordKey> wanted;
+    for (const RecordKey& key : positions) {
+      if (key.read_committed == read_committed) wanted.push_back(key);
+    }
+    if (wanted.empty()) continue;
+    auto reader = RecordReader(read_committed);
+    if (!reader) return reader.error();
+    if (auto failed =
+            ReadRecords(*reader, read_committed, wanted, request_timeout, total_deadline, answer)) {
+      return *failed;
+    }
+  }
+  return answer;
+}
+
+std::optional<Error> RdKafkaAdmin::ReadRecords(rd_kafka_t* reader, bool read_committed,
+                                               const std::vector<RecordKey>& positions,
+                                               milliseconds request_timeout,
+                                               SteadyClock::time_point total_deadline,
+                                               FetchedTimestamps& answer) {
   // assign() takes one start offset per partition: several positions on one partition are read
   // in successive rounds, lowest first.
   std::map<TopicPartition, std::deque<std::int64_t>> pending;
@@ -665,10 +702,10 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
     std::sort(offsets.begin(), offsets.end());
     offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
   }
-  const auto describe = [](const TopicPartition& tp, std::int64_t offset) {
-    return tp.topic + "/" + std::to_string(tp.partition) + "@" + std::to_string(offset);
+  const auto describe = [read_committed](const TopicPartition& tp, std::int64_t offset) {
+    return tp.topic + "/" + std::to_string(tp.partition) + "@" + std::to_string(offset) +
+           (read_committed ? " (read_committed)" : "");
   };
-  const auto total_deadline = SteadyClock::now() + total_timeout;
   while (!pending.empty() && SteadyClock::now() < total_deadline) {
     std::map<TopicPartition, std::int64_t> round;
     std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter> list(
@@ -708,7 +745,8 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
       if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         // Only transaction markers between the position and the log end: no record to date.
         // The EOF carries the offset the reader stopped at, the log end as it fetched.
-        if (message->offset >= offset) answer.markers_only[{tp, offset}] = message->offset;
+        if (message->offset >= offset)
+          answer.markers_only[{tp, offset, read_committed}] = message->offset;
       } else if (message->err) {
         answer.errors.push_back(describe(tp, offset) + ": " +
                                 rd_kafka_message_errstr(message.get()));
@@ -720,7 +758,8 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
         if (timestamp < 0) {
           answer.errors.push_back(describe(tp, offset) + ": the record has no timestamp");
         } else {
-          answer.timestamps[{tp, offset}] = {timestamp, type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME};
+          answer.timestamps[{tp, offset, read_committed}] = {
+              timestamp, type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME};
         }
       }
       finish(tp);
@@ -738,7 +777,7 @@ Result<FetchedTimestamps> RdKafkaAdmin::RecordTimestamps(const std::vector<Recor
       answer.errors.push_back(describe(tp, offset) + ": not read, the poll ran out of time");
     }
   }
-  return answer;
+  return std::nullopt;
 }
 
 }  // namespace lagsight::kafka

@@ -16,7 +16,8 @@
 // Two kinds of helper handles, also long-lived: with several bootstrap addresses, one client per
 // address (bootstrap.servers = that address alone, same security settings) to learn which
 // cluster answers there; and, created on the first record-timestamp read, a consumer that reads
-// single records with assign() at explicit offsets. That consumer carries a throwaway group.id
+// single records with assign() at explicit offsets (two: one per isolation level, the
+// read_committed one also listing last stable offsets). That consumer carries a throwaway group.id
 // because librdkafka 2.0.2 refuses assign() without one (Local: Unknown group, checked against
 // Kafka 4.1); it never subscribes, joins, fetches or commits offsets for it, so the broker never
 // creates that group.
@@ -102,6 +103,16 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // Opens, keeps or closes the cluster clients after the addresses answered with `identities`.
   void FollowBootstraps(const std::vector<BootstrapIdentity>& identities);
 
+  // The record reader of that isolation, created on first use.
+  Result<rd_kafka_t*> RecordReader(bool read_committed);
+  // Reads the records at `positions` (all of the reader's isolation) into `answer`; fails only
+  // when the reader cannot be assigned partitions.
+  std::optional<Error> ReadRecords(rd_kafka_t* reader, bool read_committed,
+                                   const std::vector<RecordKey>& positions,
+                                   std::chrono::milliseconds request_timeout,
+                                   std::chrono::steady_clock::time_point total_deadline,
+                                   FetchedTimestamps& answer);
+
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
 
@@ -116,6 +127,9 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // One client per bootstrap address, in config order; empty with a single address.
   std::vector<BootstrapClient> bootstrap_clients_;
   std::unique_ptr<rd_kafka_t, RecordReaderDeleter> record_reader_;  // created on first use
+  // The same with isolation.level=read_committed: reads for read_committed readers, and lists
+  // last stable offsets. Created on first use, so a cluster without such readers never opens it.
+  std::unique_ptr<rd_kafka_t, RecordReaderDeleter> committed_reader_;
 };
 
 }  // namespace lagsight::kafka

@@ -6,6 +6,7 @@
 // published; share it as shared_ptr<const KafkaSnapshot>.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +48,9 @@ struct ConsumerGroup {
   // committed on, assigned or not.
   std::map<TopicPartition, std::int64_t> committed;
   bool offsets_known = true;  // false when reading this group's offsets failed in this poll
+  // Its consumers read with isolation.level=read_committed, as configured
+  // (read_committed_groups): its lag ends at the last stable offset.
+  bool read_committed = false;
 };
 
 // One configured bootstrap address asked on its own: which cluster answers there. A bootstrap
@@ -61,10 +65,13 @@ struct BootstrapIdentity {
 };
 
 // A record position: the first record at or after `offset` (transaction markers and compacted
-// gaps make that the next record there is, not necessarily the one at `offset`).
+// gaps make that the next record there is, not necessarily the one at `offset`), as a reader of
+// the given isolation sees it: a read_committed reader never receives an aborted transaction's
+// records, nor an open one's before it commits.
 struct RecordKey {
   TopicPartition partition;
   std::int64_t offset = 0;
+  bool read_committed = false;
 
   friend auto operator<=>(const RecordKey&, const RecordKey&) = default;
 };
@@ -80,7 +87,21 @@ struct RecordTimestamp {
 struct PartitionOffsets {
   std::optional<std::int64_t> log_start;  // earliest offset still in the log
   std::optional<std::int64_t> log_end;    // high watermark: offset of the next record written
+  // Last stable offset: the first offset of the oldest transaction still open (else the high
+  // watermark), the end a read_committed reader reads to. Read only for partitions some
+  // read_committed reader reads.
+  std::optional<std::int64_t> last_stable = std::nullopt;
 };
+
+// Where a reader of this isolation can read to: the high watermark, or for a read_committed
+// reader the last stable offset (the high watermark while that is unknown: an upper bound).
+inline std::optional<std::int64_t> ReadableEnd(const PartitionOffsets& offsets,
+                                               bool read_committed) {
+  if (read_committed && offsets.last_stable && offsets.log_end) {
+    return std::min(*offsets.last_stable, *offsets.log_end);
+  }
+  return offsets.log_end;
+}
 
 struct KafkaSnapshot {
   std::vector<ConsumerGroup> groups;  // sorted by id
@@ -120,18 +141,21 @@ struct KafkaSnapshot {
   std::map<RecordKey, std::int64_t> markers_only;
 };
 
-// True when the bootstrap addresses that answered name two or more different clusters.
-// The records a reader at `position` has left to read up to `log_end` on `tp`: log_end -
-// position, or 0 when the snapshot's record reader found nothing but transaction markers in
-// between (a reader there has consumed every record). The one rule for every lag lagsight
-// computes, Kafka side and Flink side.
+// The records a reader at `position` has left to read up to `end` on `tp` (its ReadableEnd):
+// end - position, or 0 when the snapshot's record reader, reading as this reader does, found
+// nothing it would receive in between (only transaction markers; for a read_committed reader
+// also aborted records): a reader there has consumed every record. The one rule for every lag
+// lagsight computes, Kafka side and Flink side.
 inline std::int64_t UnreadRecords(const KafkaSnapshot& snapshot, const TopicPartition& tp,
-                                  std::int64_t position, std::int64_t log_end) {
-  if (log_end <= position) return 0;
-  const auto found = snapshot.markers_only.find({tp, position});
-  if (found != snapshot.markers_only.end() && found->second >= log_end) return 0;
-  return log_end - position;
+                                  std::int64_t position, std::int64_t end,
+                                  bool read_committed = false) {
+  if (end <= position) return 0;
+  const auto found = snapshot.markers_only.find({tp, position, read_committed});
+  if (found != snapshot.markers_only.end() && found->second >= end) return 0;
+  return end - position;
 }
+
+// True when the bootstrap addresses that answered name two or more different clusters.
 
 inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {
   const std::string* first = nullptr;

@@ -24,6 +24,12 @@ constexpr MetricDef kPartialErrors{
 constexpr MetricDef kLatestOffset{"lagsight_kafka_partition_latest_offset",
                                   "Log-end offset (high watermark) of the partition.",
                                   MetricType::Gauge};
+constexpr MetricDef kLastStableOffset{
+    "lagsight_kafka_partition_last_stable_offset",
+    "Last stable offset of the partition (first offset of its oldest open transaction, else the "
+    "high watermark): where read_committed readers' lag ends. Read only for partitions such a "
+    "reader reads.",
+    MetricType::Gauge};
 constexpr MetricDef kEarliestOffset{"lagsight_kafka_partition_earliest_offset",
                                     "Log-start offset of the partition.", MetricType::Gauge};
 constexpr MetricDef kGroupInfo{
@@ -133,6 +139,9 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
     if (offsets.log_end) out.Add(kLatestOffset, labels, static_cast<double>(*offsets.log_end));
     if (offsets.log_start)
       out.Add(kEarliestOffset, labels, static_cast<double>(*offsets.log_start));
+    if (offsets.last_stable) {
+      out.Add(kLastStableOffset, labels, static_cast<double>(*offsets.last_stable));
+    }
   }
   for (const kafka::ConsumerGroup& group : snapshot->groups) {
     out.Add(kGroupInfo,

@@ -426,7 +426,7 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
   reads.unified_topics = {"a_b", "c"};
   // a_b/0@40 lags on "a.b" (60) and is beyond "a_b"'s log end (30); c/0@8 is at log end, and
   // c/1@10 was deleted (log start 20): only a.b/0@40 is read for the job.
-  reads.positions = {{"a_b", 0, 40}, {"c", 0, 8}, {"c", 1, 10}};
+  reads.positions = {{"a_b", 0, 40, false}, {"c", 0, 8, false}, {"c", 1, 10, false}};
   const auto snapshot = collector.Poll(reads);
   REQUIRE(snapshot.ok());
   REQUIRE(f.admin->timestamp_requests.size() == 1);
@@ -440,7 +440,7 @@ TEST_CASE("record timestamps: a Flink reader's lagging positions are read beside
   CHECK(snapshot->partitions.contains({"c", 1}));  // the job's topics' log offsets are read
 
   // The job moves on: its old position leaves the cache, the new one is read.
-  reads.positions = {{"a_b", 0, 41}};
+  reads.positions = {{"a_b", 0, 41, false}};
   f.admin->record_timestamps[{{"a.b", 0}, 41}] = 4001;
   const auto moved = collector.Poll(reads);
   REQUIRE(moved.ok());
@@ -456,4 +456,85 @@ TEST_CASE("collision-unified topic names are the names Flink's metric ids use", 
     CHECK(lagsight::kafka::UnifyCollisionChars(topic) == lagsight::flink::MetricTopicName(topic));
   }
   CHECK(lagsight::kafka::UnifyCollisionChars("orders.v2.eu") == "orders_v2_eu");
+}
+
+TEST_CASE(
+    "read_committed readers: last stable offsets read for their topics only, and their "
+    "positions read as they read",
+    "[kafka]") {
+  Fixture f;
+  f.config.read_committed_groups = {*lagsight::config::Pattern::Compile("ledger-.*")};
+  Collector collector = f.Make();
+  f.admin->listings = {{"ledger-eu", "empty", true}, {"audit", "empty", true}};
+  f.admin->committed["ledger-eu"] = CommittedOffsets{{{"payments", 0}, 50}};
+  f.admin->committed["audit"] = CommittedOffsets{{{"payments", 0}, 50}, {{"orders", 0}, 5}};
+  f.admin->topics = {{"payments", 1}, {"orders", 1}, {"refunds.v1", 1}};
+  f.admin->log_end = {{{"payments", 0}, 81}, {{"orders", 0}, 10}, {{"refunds.v1", 0}, 30}};
+  f.admin->log_start = {{{"payments", 0}, 0}, {{"orders", 0}, 0}, {{"refunds.v1", 0}, 0}};
+  f.admin->last_stable = {{{"payments", 0}, 51}, {{"refunds.v1", 0}, 12}};
+  f.admin->broker_configs["offsets.retention.minutes"] = "10080";
+  // The read_committed group at 50 finds only the commit marker up to 51; the other group, at
+  // the same offset, reads the open transaction's first record.
+  f.admin->markers_only = {{{{"payments", 0}, 50, true}, 51}};
+  f.admin->record_timestamps = {{{{"payments", 0}, 50, false}, 5000},
+                                {{{"orders", 0}, 5, false}, 500},
+                                {{{"refunds.v1", 0}, 4, true}, 400}};
+  // A read_committed Flink job reads refunds.v1 at 4 (its metric ids say "refunds_v1").
+  lagsight::kafka::ExtraReads reads;
+  reads.unified_topics = {"refunds_v1"};
+  reads.read_committed_topics = {"refunds_v1"};
+  reads.positions = {{"refunds_v1", 0, 4, true}, {"refunds_v1", 0, 20, true}};
+
+  const auto snapshot = collector.Poll(reads);
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->last_stable_asked ==
+        std::set<lagsight::kafka::TopicPartition>{{"payments", 0}, {"refunds.v1", 0}});
+  CHECK(snapshot->partitions.at({"payments", 0}).last_stable == 51);
+  CHECK(snapshot->partitions.at({"refunds.v1", 0}).last_stable == 12);
+  CHECK_FALSE(snapshot->partitions.at({"orders", 0}).last_stable.has_value());
+  CHECK(snapshot->groups[1].id == "ledger-eu");
+  CHECK(snapshot->groups[1].read_committed);
+  CHECK_FALSE(snapshot->groups[0].read_committed);
+  // Each position as its reader reads it; the job's position at 20 is past the last stable
+  // offset (12): nothing it may read yet, so nothing to date.
+  REQUIRE(f.admin->timestamp_requests.size() == 1);
+  const auto& asked = f.admin->timestamp_requests[0];
+  CHECK(std::set<RecordKey>(asked.begin(), asked.end()) ==
+        std::set<RecordKey>{{{"payments", 0}, 50, false},
+                            {{"payments", 0}, 50, true},
+                            {{"orders", 0}, 5, false},
+                            {{"refunds.v1", 0}, 4, true}});
+  CHECK(snapshot->markers_only ==
+        std::map<RecordKey, std::int64_t>{{{{"payments", 0}, 50, true}, 51}});
+  CHECK(Millis(snapshot->record_timestamps) ==
+        std::map<RecordKey, std::int64_t>{{{{"payments", 0}, 50, false}, 5000},
+                                          {{{"orders", 0}, 5, false}, 500},
+                                          {{{"refunds.v1", 0}, 4, true}, 400}});
+}
+
+TEST_CASE("read_committed readers: none configured, no last stable offset is read", "[kafka]") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.Script();
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->last_stable_asked.empty());
+  for (const auto& [tp, offsets] : snapshot->partitions) CHECK_FALSE(offsets.last_stable);
+}
+
+TEST_CASE("read_committed readers: a failed last-stable read is partial, and the lag falls back",
+          "[kafka]") {
+  Fixture f;
+  f.config.read_committed_groups = {*lagsight::config::Pattern::Compile("flink-job")};
+  Collector collector = f.Make();
+  f.Script();  // no last stable offsets scripted: every partition fails
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->last_stable_asked ==
+        std::set<lagsight::kafka::TopicPartition>{{"orders", 0}, {"orders", 1}});
+  CHECK(std::count_if(snapshot->partial_errors.begin(), snapshot->partial_errors.end(),
+                      [](const std::string& e) {
+                        return e.rfind("last stable offset of orders/", 0) == 0;
+                      }) == 2);
+  CHECK(lagsight::kafka::ReadableEnd(snapshot->partitions.at({"orders", 0}), true) == 10);
 }

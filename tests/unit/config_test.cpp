@@ -72,6 +72,12 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK_FALSE(prod.topics.Accepts("__consumer_offsets"));
   CHECK(prod.topics.Accepts("orders"));
   CHECK(parsed->kafka[1].bootstrap_servers == std::vector<std::string>{"dr1:9092"});
+  CHECK(prod.read_committed_groups.empty());
+  const auto& read_committed = parsed->kafka[1].read_committed_groups;
+  REQUIRE(read_committed.size() == 2);
+  CHECK(read_committed[0].FullMatch("ledger-eu"));
+  CHECK_FALSE(read_committed[0].FullMatch("xledger-eu"));
+  CHECK(read_committed[1].FullMatch("audit"));
   CHECK(parsed->diagnosis.window == std::chrono::minutes(2));
   CHECK(parsed->diagnosis.confirm_polls == 3);
   CHECK(parsed->diagnosis.lag_threshold_records == 5000);
@@ -147,6 +153,9 @@ TEST_CASE("position stores: both layouts, URL parts, auth and templates", "[conf
   REQUIRE(parsed.ok());
   // Group mappings per source: the first names the source, the second every other source.
   const auto& mappings = parsed->flink.at(0).groups;
+  REQUIRE(parsed->flink.at(0).read_committed_jobs.size() == 1);
+  CHECK(parsed->flink.at(0).read_committed_jobs[0].FullMatch("payments-eu"));
+  CHECK_FALSE(parsed->flink.at(0).read_committed_jobs[0].FullMatch("orders"));
   REQUIRE(mappings.size() == 2);
   REQUIRE(mappings[0].source.has_value());
   CHECK(mappings[0].source->FullMatch("clicks-source"));

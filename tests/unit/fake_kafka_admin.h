@@ -17,6 +17,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   std::map<std::string, std::int32_t> topics;
   std::map<kafka::TopicPartition, std::int64_t> log_start;
   std::map<kafka::TopicPartition, std::int64_t> log_end;
+  std::map<kafka::TopicPartition, std::int64_t> last_stable;
   std::optional<std::string> list_groups_error;
   std::optional<std::string> log_end_error;
   std::optional<std::string> cluster_id;
@@ -24,11 +25,14 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   std::map<std::string, std::string> broker_configs;
   std::optional<std::string> broker_config_error;
   std::map<kafka::RecordKey, std::int64_t> record_timestamps;  // a missing position fails
+  // Positions with nothing but markers (or, read_committed, aborted records) up to the end.
+  std::map<kafka::RecordKey, std::int64_t> markers_only;
 
   // What was asked.
   std::vector<std::string> described_ids;
   std::vector<std::string> offset_ids;
   std::set<kafka::TopicPartition> offsets_asked;
+  std::set<kafka::TopicPartition> last_stable_asked;
   int max_in_flight_seen = 0;
   int identify_calls = 0;
   std::vector<std::string> broker_configs_asked;
@@ -75,10 +79,12 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
                                            kafka::OffsetSpec spec,
                                            std::chrono::milliseconds) override {
     if (spec == kafka::OffsetSpec::kLatest && log_end_error) return Error{*log_end_error};
-    const auto& source = spec == kafka::OffsetSpec::kLatest ? log_end : log_start;
+    const auto& source = spec == kafka::OffsetSpec::kLatest       ? log_end
+                         : spec == kafka::OffsetSpec::kLastStable ? last_stable
+                                                                  : log_start;
     kafka::ListedOffsets answer;
     for (const auto& tp : partitions) {
-      offsets_asked.insert(tp);
+      (spec == kafka::OffsetSpec::kLastStable ? last_stable_asked : offsets_asked).insert(tp);
       if (source.contains(tp)) {
         answer.offsets[tp] = source.at(tp);
       } else {
@@ -109,7 +115,9 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
     timestamp_requests.push_back(positions);
     kafka::FetchedTimestamps answer;
     for (const kafka::RecordKey& key : positions) {
-      if (record_timestamps.contains(key)) {
+      if (markers_only.contains(key)) {
+        answer.markers_only[key] = markers_only.at(key);
+      } else if (record_timestamps.contains(key)) {
         answer.timestamps[key] = {record_timestamps.at(key), log_append_time.contains(key)};
       } else {
         answer.errors.push_back(key.partition.topic + "/" +

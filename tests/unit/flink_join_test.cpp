@@ -365,3 +365,26 @@ TEST_CASE("a job that read every record before a transaction marker has no Flink
   CHECK(joins[0].partitions[0].flink_lag == 0);
   CHECK(joins[0].partitions[1].flink_lag == 10);  // no marker found there: real records wait
 }
+
+TEST_CASE("a read_committed job's Flink-side lag ends at the last stable offset", "[analysis]") {
+  auto kafka = Kafka();
+  // Partition 0: log end 1000, an open transaction from 980: last stable offset 980; the job
+  // read up to 969 and 970 is a commit marker (the record reader, read_committed, found only
+  // it up to 980). Partition 1: no transaction open, last stable offset = log end 500.
+  kafka.partitions[{"orders.v2", 0}].last_stable = 980;
+  kafka.partitions[{"orders.v2", 1}].last_stable = 500;
+  kafka.markers_only = {{{{"orders.v2", 0}, 970, true}, 980}};
+  auto flink = OneJob({{{"orders_v2", 0}, {969, 950}}, {{"orders_v2", 1}, {489, 450}}});
+  flink.jobs[0].read_committed = true;
+  auto joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  REQUIRE(joins.at(0).partitions.size() == 2);
+  CHECK(joins[0].read_committed);
+  CHECK(joins[0].partitions[0].flink_lag == 0);
+  CHECK(joins[0].partitions[1].flink_lag == 10);
+  // The same positions read read_uncommitted: the open transaction's records are lag, and the
+  // read_committed reader's finding is not this reader's.
+  flink.jobs[0].read_committed = false;
+  joins = analysis::JoinFlinkWithKafka(Config(), flink, {{"prod", &kafka}});
+  CHECK(joins[0].partitions[0].flink_lag == 30);
+  CHECK(joins[0].partitions[1].flink_lag == 10);
+}

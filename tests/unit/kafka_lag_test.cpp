@@ -112,3 +112,50 @@ TEST_CASE("a group that read every record of a transactional topic has no lag", 
   CHECK(payments.partitions[1].lag == 50);
   CHECK(payments.lag_sum == 50);
 }
+
+TEST_CASE("a read_committed group's lag ends at the last stable offset", "[analysis]") {
+  // Partition 0: 50 committed records, the commit marker at 50, then an open transaction of 30
+  // records (51..80): high watermark 81, last stable offset 51. The read_committed group at 50
+  // has nothing left it may read (the record reader, reading read_committed, found only the
+  // marker up to 51); the read_uncommitted one has 31, as Kafka's tool counts it.
+  // Partition 1: an aborted transaction of 20 records (0..19) and its marker: a read_committed
+  // reader at 0 will never receive anything there.
+  KafkaSnapshot snapshot;
+  snapshot.topic_partitions = {{"payments", 2}};
+  snapshot.partitions = {{{"payments", 0}, {0, 81, 51}}, {{"payments", 1}, {0, 21, 21}}};
+  snapshot.markers_only = {{{{"payments", 0}, 50, true}, 51}, {{{"payments", 1}, 0, true}, 21}};
+  ConsumerGroup committed_reader;
+  committed_reader.id = "ledger";
+  committed_reader.read_committed = true;
+  committed_reader.committed = {{{"payments", 0}, 50}, {{"payments", 1}, 0}};
+  ConsumerGroup uncommitted_reader = committed_reader;
+  uncommitted_reader.id = "audit";
+  uncommitted_reader.read_committed = false;
+  snapshot.groups = {uncommitted_reader, committed_reader};
+
+  const auto lags = ComputeGroupLags(snapshot);
+  REQUIRE(lags.size() == 2);
+  CHECK_FALSE(lags[0].read_committed);
+  CHECK(lags[0].topics.at(0).partitions[0].lag == 31);
+  CHECK(lags[0].topics.at(0).partitions[1].lag == 21);
+  CHECK(lags[1].read_committed);
+  CHECK(lags[1].topics.at(0).partitions[0].lag == 0);
+  CHECK(lags[1].topics.at(0).partitions[1].lag == 0);
+  CHECK(lags[1].max_lag == 0);
+
+  // Without the record reader's finding, the marker at 50 counts, as Kafka counts it, and
+  // the open transaction's 30 records still do not.
+  snapshot.markers_only.clear();
+  const auto unread = ComputeGroupLags(snapshot);
+  CHECK(unread[1].topics.at(0).partitions[0].lag == 1);
+}
+
+TEST_CASE("a read_committed reader without a last stable offset falls back to the log end",
+          "[analysis]") {
+  CHECK(ComputePartitionLag(0, 50, PartitionOffsets{0, 81, std::nullopt}, true).lag == 31);
+  CHECK(ComputePartitionLag(0, 50, PartitionOffsets{0, 81, 51}, true).lag == 1);
+  CHECK(ComputePartitionLag(0, 50, PartitionOffsets{0, 81, 51}, false).lag == 31);
+  // Beyond the log end is judged against the high watermark, whatever the isolation.
+  CHECK(ComputePartitionLag(0, 60, PartitionOffsets{0, 81, 51}, true).position ==
+        lagsight::analysis::CommitPosition::kInRange);
+}
