@@ -44,6 +44,7 @@ GROUPS_COMMAND = "org.apache.kafka.tools.GroupsCommand"
 GET_OFFSET_SHELL = "org.apache.kafka.tools.GetOffsetShell"
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
 
 # The tools are short-lived JVMs: a small heap, the C1 compiler only and the serial collector
 # cut their start-up time roughly in half, and a quiet logger keeps stderr readable.
@@ -487,6 +488,18 @@ def reset_group_offsets(bootstrap: str, group: str, topic: str, partition: int,
     rows = _table_rows(output, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])
     if rows != [[group, topic, str(partition), str(offset)]]:
         raise RuntimeError(f"resetting {group} on {topic}:{partition} to {offset}:\n{output}")
+
+
+def open_transaction_starts(bootstrap: str, topic: str, partition: int) -> list[int]:
+    """The first offsets of the transactions open on a partition, as Kafka's
+    ``kafka-transactions.sh describe-producers`` reports them (CurrentTransactionStartOffset of
+    each producer; "None" for one with none open, left out). The partition's last stable offset
+    is the lowest of them, else its log end."""
+    output = run_kafka_tool(TRANSACTIONS_COMMAND, "--bootstrap-server", bootstrap,
+                            "describe-producers", "--topic", topic, "--partition", str(partition))
+    header = ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+              "LastTimestamp", "CurrentTransactionStartOffset"]
+    return sorted(int(row[5]) for row in _table_rows(output, header) if row[5] != "None")
 
 
 def cluster_id(bootstrap: str) -> str:

@@ -469,12 +469,43 @@ def produce_transactional(bootstrap: str, topic: str, counts_per_partition: Sequ
     producer.commit_transaction(timeout)
 
 
+class OpenTransaction:
+    """A real transactional producer with one transaction begun and its records written
+    (``counts_per_partition[p]`` to partition p, flushed to the log) but neither committed nor
+    aborted: each such partition's last stable offset stays at the transaction's first record
+    until ``commit()`` or ``abort()`` writes its marker."""
+
+    def __init__(self, bootstrap: str, topic: str, counts_per_partition: Sequence[int],
+                 transactional_id: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self._timeout = timeout
+        self._producer = Producer({"bootstrap.servers": bootstrap,
+                                   "transactional.id": transactional_id, "acks": "all",
+                                   "linger.ms": 5})
+        self._producer.init_transactions(timeout)
+        self._producer.begin_transaction()
+        for partition, count in enumerate(counts_per_partition):
+            for index in range(count):
+                self._producer.produce(topic, key=f"open-{partition}-{index}".encode(),
+                                       value=b"x", partition=partition)
+        if self._producer.flush(timeout) != 0:
+            raise TimeoutError(f"the open transaction's records to {topic} were not written")
+
+    def commit(self) -> None:
+        self._producer.commit_transaction(self._timeout)
+
+    def abort(self) -> None:
+        self._producer.abort_transaction(self._timeout)
+
+
 def records_after(bootstrap: str, topic: str, partition: int, offset: int,
-                  timeout: float = DEFAULT_TIMEOUT_SECONDS) -> int:
-    """How many records a real consumer receives from ``offset`` to the end of the partition
-    (librdkafka's default read_committed; with no transaction open, read_uncommitted agrees)."""
+                  timeout: float = DEFAULT_TIMEOUT_SECONDS, *,
+                  isolation: str = "read_committed") -> int:
+    """How many records a real consumer of ``isolation`` (librdkafka's default read_committed,
+    or read_uncommitted) receives from ``offset`` to the end of the partition: for
+    read_committed the end is the last stable offset, and aborted records are never received."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lagsight-test-probe",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": isolation})
     try:
         consumer.assign([TopicPartition(topic, partition, offset)])
         received = 0

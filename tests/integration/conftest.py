@@ -192,12 +192,14 @@ class LagsightProcess:
 def lagsight_config(bootstrap: str, groups: dict | None = None,
                     topics: dict | None = None, flink: list[dict] | None = None,
                     properties: dict[str, str] | None = None,
-                    diagnosis: dict | None = None, more_kafka: list[dict] | None = None) -> dict:
+                    diagnosis: dict | None = None, more_kafka: list[dict] | None = None,
+                    kafka_settings: dict | None = None) -> dict:
     """A one-cluster config polling every second, in the YAML shape lagsight reads.
 
     ``flink`` is the config's list of Flink clusters, if any; ``properties`` the cluster's
     librdkafka properties (security settings); ``diagnosis`` its diagnosis section;
-    ``more_kafka`` further Kafka clusters, as the config lists them.
+    ``more_kafka`` further Kafka clusters, as the config lists them; ``kafka_settings`` more
+    keys of the one cluster (e.g. ``read_committed_groups``).
     """
     cluster = {"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                "request_timeout": "5s"}
@@ -207,6 +209,7 @@ def lagsight_config(bootstrap: str, groups: dict | None = None,
         cluster["groups"] = groups
     if topics is not None:
         cluster["topics"] = topics
+    cluster.update(kafka_settings or {})
     config = {"kafka": [cluster] + (more_kafka or [])}
     if flink:
         config["flink"] = flink
@@ -266,13 +269,14 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
 
     def start(bootstrap: str, groups: dict | None = None, topics: dict | None = None,
               flink: list[dict] | None = None, properties: dict[str, str] | None = None,
-              diagnosis: dict | None = None,
-              more_kafka: list[dict] | None = None) -> LagsightProcess:
+              diagnosis: dict | None = None, more_kafka: list[dict] | None = None,
+              kafka_settings: dict | None = None) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
         process = LagsightProcess(
             lagsight_binary, work_dir,
-            lagsight_config(bootstrap, groups, topics, flink, properties, diagnosis, more_kafka))
+            lagsight_config(bootstrap, groups, topics, flink, properties, diagnosis, more_kafka,
+                            kafka_settings))
         processes.append(process)
         _register_log_for_failures(request, f"lagsight log #{len(processes)}", process.log_file)
         return process.start()
