@@ -265,8 +265,7 @@ class Daemon {
                                            builder);
       for (const Source::Render& render : renders) render(*findings, now, builder);
       metrics::AppendFindingsMetrics(*findings, builder);
-      auto text =
-          std::make_shared<const std::string>(metrics::Serialize(std::move(builder).Build()));
+      auto text = std::make_shared<const std::string>(std::move(builder).Render());
       // Once per render, not per scrape: Prometheus asks for gzip every time. An exception
       // escaping a pool handler would end the process: without a compressed form the
       // scrape gets the text.

@@ -1,42 +1,109 @@
 #include "metrics/exposition.h"
 
-#include <prometheus/text_serializer.h>
+#include <array>
+#include <charconv>
+#include <cmath>
 
 namespace lagsight::metrics {
+namespace {
+
+const char* TypeName(prometheus::MetricType type) {
+  switch (type) {
+    case prometheus::MetricType::Counter:
+      return "counter";
+    case prometheus::MetricType::Gauge:
+      return "gauge";
+    case prometheus::MetricType::Summary:
+      return "summary";
+    case prometheus::MetricType::Histogram:
+      return "histogram";
+    case prometheus::MetricType::Untyped:
+      break;
+  }
+  return "untyped";
+}
+
+// Label values escape backslash, newline and the double quote, as the text format requires.
+// HELP text escapes backslash and newline (prometheus-cpp 1.0.1 writes it as it is; lagsight's
+// help texts hold neither, so the two agree).
+void AppendEscaped(std::string_view text, bool quote, std::string& out) {
+  for (const char c : text) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '"':
+        out += quote ? "\\\"" : "\"";
+        break;
+      default:
+        out += c;
+    }
+  }
+}
+
+}  // namespace
+
+void AppendValue(double value, std::string& out) {
+  if (std::isnan(value)) {
+    out += "Nan";
+  } else if (std::isinf(value)) {
+    out += value < 0 ? "-Inf" : "+Inf";
+  } else {
+    // %.16g, as prometheus-cpp 1.0.1 writes it (max_digits10 - 1 significant digits): every
+    // offset below 2^53 is written exactly.
+    std::array<char, 64> buffer;
+    const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                                            std::chars_format::general, 16);
+    out.append(buffer.data(), end);
+  }
+}
 
 void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value) {
-  auto [it, inserted] = families_.try_emplace(def.name);
-  prometheus::MetricFamily& family = it->second;
-  if (inserted) {
-    family.name = def.name;
-    family.help = def.help;
-    family.type = def.type;
+  Family& family = families_[def.name];
+  family.def = &def;
+  std::string& out = family.samples;
+  out += def.name;
+  if (!labels.empty()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [name, label_value] : labels) {
+      if (!first) out += ',';
+      first = false;
+      out += name;
+      out += "=\"";
+      AppendEscaped(label_value, true, out);
+      out += '"';
+    }
+    out += '}';
   }
-  prometheus::ClientMetric& sample = family.metric.emplace_back();
-  sample.label.reserve(labels.size());
-  for (const auto& [name, label_value] : labels) sample.label.push_back({name, label_value});
-  switch (def.type) {
-    case prometheus::MetricType::Counter:
-      sample.counter.value = value;
-      break;
-    case prometheus::MetricType::Gauge:
-      sample.gauge.value = value;
-      break;
-    default:
-      sample.untyped.value = value;
-      break;
-  }
+  out += ' ';
+  AppendValue(value, out);
+  out += '\n';
+  ++series_;
 }
 
-std::vector<prometheus::MetricFamily> FamilyBuilder::Build() && {
-  std::vector<prometheus::MetricFamily> out;
-  out.reserve(families_.size());
-  for (auto& [name, family] : families_) out.push_back(std::move(family));
-  return out;
-}
-
-std::string Serialize(const std::vector<prometheus::MetricFamily>& families) {
-  return prometheus::TextSerializer().Serialize(families);
+std::string FamilyBuilder::Render() && {
+  std::size_t size = 0;
+  for (const auto& [name, family] : families_) size += family.samples.size() + 64 + name.size() * 2;
+  std::string text;
+  text.reserve(size);
+  for (auto& [name, family] : families_) {
+    text += "# HELP ";
+    text += name;
+    text += ' ';
+    AppendEscaped(family.def->help, false, text);
+    text += "\n# TYPE ";
+    text += name;
+    text += ' ';
+    text += TypeName(family.def->type);
+    text += '\n';
+    text += family.samples;
+    std::string().swap(family.samples);  // each family's part is freed once copied
+  }
+  return text;
 }
 
 }  // namespace lagsight::metrics

@@ -1,4 +1,4 @@
-// Benchmark: how long the poll-side work (lag analysis, metric families, text rendering) takes
+// Benchmark: how long the poll-side work (lag analysis, sample lines, joining them) takes
 // and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
 // Prints numbers; asserts nothing (speed goals live here, not in timed tests).
 //   build/tests/bench/exposition_bench [groups] [partitions_per_group]
@@ -38,16 +38,14 @@ int main(int argc, char** argv) {
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
   metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, builder);
-  auto families = std::move(builder).Build();
+  const std::size_t series = builder.series();
   const auto built = std::chrono::steady_clock::now();
-  const std::string text = metrics::Serialize(families);
+  const std::string text = std::move(builder).Render();
   const auto rendered = std::chrono::steady_clock::now();
   // What the daemon does once per render for scrapers that accept gzip (Prometheus does).
   const std::string gzipped = http::Gzip(text);
   const auto compressed = std::chrono::steady_clock::now();
 
-  std::size_t series = 0;
-  for (const auto& family : families) series += family.metric.size();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const auto ms = [](auto a, auto b) {
@@ -56,7 +54,7 @@ int main(int argc, char** argv) {
   std::printf("groups=%d partitions_per_group=%d series=%zu bytes=%zu gzip_bytes=%zu\n", groups,
               partitions, series, text.size(), gzipped.size());
   std::printf(
-      "analysis_ms=%.1f families_ms=%.1f serialize_ms=%.1f gzip_ms=%.1f total_ms=%.1f "
+      "analysis_ms=%.1f samples_ms=%.1f join_ms=%.1f gzip_ms=%.1f total_ms=%.1f "
       "peak_rss_mb=%.1f\n",
       ms(start, analysed), ms(analysed, built), ms(built, rendered), ms(rendered, compressed),
       ms(start, compressed), static_cast<double>(usage.ru_maxrss) / 1024.0);
