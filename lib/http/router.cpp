@@ -29,7 +29,7 @@ constexpr const char* kStatusPagePolicy =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
 Response MakeResponse(const Request& request, beast_http::status status, std::string content_type,
-                      std::string body) {
+                      SharedTextBody::value_type body) {
   Response response(status, request.version());
   response.set(beast_http::field::server, "lagsight");
   response.set(beast_http::field::content_type, std::move(content_type));
@@ -40,7 +40,8 @@ Response MakeResponse(const Request& request, beast_http::status status, std::st
 }
 
 Response Text(const Request& request, beast_http::status status, std::string body) {
-  return MakeResponse(request, status, "text/plain; charset=utf-8", std::move(body) + "\n");
+  return MakeResponse(request, status, "text/plain; charset=utf-8",
+                      SharedText(std::move(body) + "\n"));
 }
 
 Response RouteBody(const Request& request, const Endpoints& endpoints) {
@@ -72,7 +73,7 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
     const std::shared_ptr<const std::string> page =
         endpoints.status_page ? endpoints.status_page() : nullptr;
     Response response = MakeResponse(request, beast_http::status::ok, "text/html; charset=utf-8",
-                                     page ? *page : std::string(kLandingPage));
+                                     page ? page : SharedText(kLandingPage));
     // The page shows names from Kafka and Flink: even if one slipped through unescaped, the
     // browser runs no script and loads nothing from elsewhere.
     response.set("Content-Security-Policy", kStatusPagePolicy);
@@ -91,15 +92,14 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
       AcceptsGzip(
           std::string_view(accept_encoding->value().data(), accept_encoding->value().size()))) {
     if (const std::shared_ptr<const std::string> gzipped = endpoints.exposition_gzip()) {
-      Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, *gzipped);
+      Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, gzipped);
       response.set(beast_http::field::content_encoding, "gzip");
       response.set(beast_http::field::vary, "Accept-Encoding");
       return response;
     }
   }
   const std::shared_ptr<const std::string> exposition = endpoints.exposition();
-  Response response = MakeResponse(request, beast_http::status::ok, kExpositionType,
-                                   exposition ? *exposition : std::string());
+  Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, exposition);
   if (endpoints.exposition_gzip) response.set(beast_http::field::vary, "Accept-Encoding");
   return response;
 }
@@ -110,8 +110,8 @@ Response Route(const Request& request, const Endpoints& endpoints) {
   Response response = RouteBody(request, endpoints);
   if (request.method() == beast_http::verb::head) {
     // HEAD answers with the length GET would send, and no body.
-    const std::size_t length = response.body().size();
-    response.body().clear();
+    const std::uint64_t length = SharedTextBody::size(response.body());
+    response.body() = nullptr;
     response.content_length(length);
   }
   return response;

@@ -17,10 +17,13 @@
 #include <optional>
 #include <string>
 
+#include "http/shared_text_body.h"
+
 namespace lagsight::http {
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
-using Response = boost::beast::http::response<boost::beast::http::string_body>;
+// Responses share their body: /metrics sends the published exposition itself, not a copy.
+using Response = boost::beast::http::response<SharedTextBody>;
 
 struct Readiness {
   bool ready = false;

@@ -262,7 +262,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>>, publ
     response_ = Response(beast_http::status::unauthorized, parser_->get().version());
     response_.set(beast_http::field::www_authenticate, R"(Basic realm="lagsight")");
     response_.set(beast_http::field::content_type, "text/plain; charset=utf-8");
-    response_.body() = "Unauthorized\n";
+    response_.body() = SharedText("Unauthorized\n");
     response_.keep_alive(parser_->get().keep_alive());
     response_.prepare_payload();
     Write();
@@ -271,7 +271,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>>, publ
   void RespondAndClose(beast_http::status status, std::string body) {
     response_ = Response(status, 11);
     response_.set(beast_http::field::content_type, "text/plain; charset=utf-8");
-    response_.body() = std::move(body) + "\n";
+    response_.body() = SharedText(std::move(body) + "\n");
     response_.keep_alive(false);
     response_.prepare_payload();
     Write();
