@@ -32,7 +32,9 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 # The daemon, Flink-fault and Flink modules run once, below, against the sanitized build (also
 # -O2): running them here too cost ~5 of the suite's 54 minutes on 2 cores.
+# --durations: the suite must stay well under CI's 90 minutes; its log names the slowest tests.
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v \
+  --durations=15 \
   --ignore=tests/integration/test_daemon.py --ignore=tests/integration/test_flink_faults.py \
   --ignore=tests/integration/test_flink.py "$@"
 
@@ -47,6 +49,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TEST
 cmake --build build-asan --target lagsight lagsight_unit_tests --parallel "$(nproc)"
 export ASAN_OPTIONS=halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build-asan/tests/unit/lagsight_unit_tests
-LAGSIGHT_BIN="$PWD/build-asan/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
+LAGSIGHT_BIN="$PWD/build-asan/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v --durations=5 \
   tests/integration/test_daemon.py tests/integration/test_flink_faults.py \
   tests/integration/test_flink.py
