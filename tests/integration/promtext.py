@@ -60,6 +60,12 @@ def select(samples: Samples, name: str, **labels: str) -> dict[frozenset[tuple[s
             if metric == name and wanted <= label_set}
 
 
+def by_partition(samples: Samples, name: str, **labels: str) -> dict[int, float]:
+    """``select`` keyed by the series' ``partition`` label (one series per partition)."""
+    return {int(dict(label_set)["partition"]): value
+            for label_set, value in select(samples, name, **labels).items()}
+
+
 def _parse_sample(line: str) -> tuple[SeriesKey, float]:
     name_match = _METRIC_NAME.match(line)
     if name_match is None:

@@ -15,6 +15,7 @@ import uuid
 
 import kafka_broker as kafka
 import promtext
+from promtext import by_partition
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from redis_server import RedisServer
@@ -40,11 +41,6 @@ def job_next_offsets(flink: FlinkJob, jid: str) -> dict[int, int]:
         if value >= 0:
             out[partition] = max(out.get(partition, -1), value + 1)
     return out
-
-
-def by_partition(metrics: promtext.Samples, name: str, **labels: str) -> dict[int, float]:
-    return {int(dict(key)["partition"]): value
-            for key, value in promtext.select(metrics, name, **labels).items()}
 
 
 def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_binary, tmp_path,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import kafka_broker as kafka
 import promtext
+from promtext import by_partition
 from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import OpenTransaction, create_topic, produce_transactional, records_after
@@ -22,11 +23,6 @@ from workload import OpenTransaction, create_topic, produce_transactional, recor
 PARTITIONS = 2
 COMMITTED = 50   # per partition, in one committed transaction: its marker takes offset 50
 OPEN = 30        # records of the transaction left open, on partition 0 only: offsets 51..80
-
-
-def values(metrics: promtext.Samples, name: str, **labels: str) -> dict[int, float]:
-    return {int(dict(k)["partition"]): v
-            for k, v in promtext.select(metrics, name, **labels).items()}
 
 
 def test_read_committed_readers_lag_to_the_last_stable_offset(kafka_broker, start_lagsight,
@@ -74,15 +70,16 @@ def test_read_committed_readers_lag_to_the_last_stable_offset(kafka_broker, star
         every = {p: 0.0 for p in range(PARTITIONS)}
 
         def open_transaction_seen(m: promtext.Samples) -> bool:
-            return (values(m, "lagsight_kafka_partition_last_stable_offset", topic=topic) ==
+            return (by_partition(m, "lagsight_kafka_partition_last_stable_offset", topic=topic) ==
                     {0: COMMITTED + 1, 1: COMMITTED + 1} and
-                    values(m, "lagsight_kafka_partition_latest_offset", topic=topic) ==
+                    by_partition(m, "lagsight_kafka_partition_latest_offset", topic=topic) ==
                     {0: COMMITTED + 1 + OPEN, 1: COMMITTED + 1} and
-                    values(m, "lagsight_kafka_group_lag_records", group=flink_group) == every and
-                    values(m, "lagsight_flink_lag_records", job_id=jid) == every and
+                    by_partition(m, "lagsight_kafka_group_lag_records", group=flink_group) ==
+                    every and
+                    by_partition(m, "lagsight_flink_lag_records", job_id=jid) == every and
                     # Read_uncommitted: the open records are there to read (and the marker
                     # before them counts, as it must be passed); partition 1 ends in a marker.
-                    values(m, "lagsight_kafka_group_lag_records", group=plain_group) ==
+                    by_partition(m, "lagsight_kafka_group_lag_records", group=plain_group) ==
                     {0: 1.0 + OPEN, 1: 0.0})
         lagsight.wait_for(open_transaction_seen,
                           "lag to the last stable offset while the transaction is open",
@@ -104,15 +101,16 @@ def test_read_committed_readers_lag_to_the_last_stable_offset(kafka_broker, star
         assert records_after(bootstrap, topic, 0, COMMITTED, isolation="read_uncommitted") == OPEN
 
         def aborted_seen(m: promtext.Samples) -> bool:
-            return (values(m, "lagsight_kafka_partition_last_stable_offset", topic=topic) ==
+            return (by_partition(m, "lagsight_kafka_partition_last_stable_offset", topic=topic) ==
                     {0: COMMITTED + 2 + OPEN, 1: COMMITTED + 1} and
-                    values(m, "lagsight_kafka_group_lag_records", group=flink_group) == every and
-                    values(m, "lagsight_flink_lag_records", job_id=jid) == every and
-                    values(m, "lagsight_kafka_group_lag_seconds", group=flink_group) in
+                    by_partition(m, "lagsight_kafka_group_lag_records", group=flink_group) ==
+                    every and
+                    by_partition(m, "lagsight_flink_lag_records", job_id=jid) == every and
+                    by_partition(m, "lagsight_kafka_group_lag_seconds", group=flink_group) in
                     ({}, every) and
-                    values(m, "lagsight_flink_lag_seconds", job_id=jid) == every and
+                    by_partition(m, "lagsight_flink_lag_seconds", job_id=jid) == every and
                     # A read_uncommitted reader does receive aborted records: they are its lag.
-                    values(m, "lagsight_kafka_group_lag_records", group=plain_group) ==
+                    by_partition(m, "lagsight_kafka_group_lag_records", group=plain_group) ==
                     {0: 2.0 + OPEN, 1: 0.0})
         lagsight.wait_for(aborted_seen, "no read_committed lag after the abort", timeout=60)
         lagsight.wait_for(

@@ -13,17 +13,13 @@ import time
 
 import kafka_broker as kafka
 import promtext
+from promtext import by_partition
 from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import create_topic, produce, produce_transactional, records_after
 
 PARTITIONS = 2
 RECORDS = 100  # per partition, in one committed transaction: the marker takes offset 100
-
-
-def values(metrics: promtext.Samples, name: str, **labels: str) -> dict[int, float]:
-    return {int(dict(k)["partition"]): v
-            for k, v in promtext.select(metrics, name, **labels).items()}
 
 
 def test_a_partition_with_only_a_commit_marker_left_is_caught_up(kafka_broker, start_lagsight,
@@ -55,10 +51,10 @@ def test_a_partition_with_only_a_commit_marker_left_is_caught_up(kafka_broker, s
 
         # lagsight: no lag on either side, in records or seconds; the pair is healthy.
         def caught_up(m: promtext.Samples) -> bool:
-            kafka_lag = values(m, "lagsight_kafka_group_lag_records", group=group)
-            flink_lag = values(m, "lagsight_flink_lag_records", job_id=jid)
-            kafka_seconds = values(m, "lagsight_kafka_group_lag_seconds", group=group)
-            flink_seconds = values(m, "lagsight_flink_lag_seconds", job_id=jid)
+            kafka_lag = by_partition(m, "lagsight_kafka_group_lag_records", group=group)
+            flink_lag = by_partition(m, "lagsight_flink_lag_records", job_id=jid)
+            kafka_seconds = by_partition(m, "lagsight_kafka_group_lag_seconds", group=group)
+            flink_seconds = by_partition(m, "lagsight_flink_lag_seconds", job_id=jid)
             every = {p: 0.0 for p in range(PARTITIONS)}
             return (kafka_lag == every and flink_lag == every and
                     kafka_seconds in ({}, every) and flink_seconds == every)
@@ -79,6 +75,6 @@ def test_a_partition_with_only_a_commit_marker_left_is_caught_up(kafka_broker, s
         flink.cancel_job(jid)
         produce(bootstrap, topic, [7] * PARTITIONS)
         lagsight.wait_for(
-            lambda m: values(m, "lagsight_kafka_group_lag_records", group=group) ==
+            lambda m: by_partition(m, "lagsight_kafka_group_lag_records", group=group) ==
             {p: 8.0 for p in range(PARTITIONS)},
             "the group's lag: 7 records after the marker, and the marker (Kafka's count)")
