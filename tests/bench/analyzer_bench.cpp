@@ -21,11 +21,14 @@ int main(int argc, char** argv) {
     kafka::KafkaSnapshot snapshot;
     snapshot.offsets_retention_seconds = 7 * 24 * 3600;
     for (int g = 0; g < groups; ++g) {
-      const std::string topic = "topic-" + std::to_string(g);
+      // Zero-padded: KafkaSnapshot::groups is sorted by id, and the analysis relies on it.
+      char suffix[16];
+      std::snprintf(suffix, sizeof suffix, "%07d", g);
+      const std::string topic = std::string("topic-") + suffix;
       snapshot.all_topics.push_back(topic);
       snapshot.topic_partitions[topic] = partitions;
       kafka::ConsumerGroup group;
-      group.id = "group-" + std::to_string(g);
+      group.id = std::string("group-") + suffix;
       group.state = "empty";
       group.kind = kafka::GroupKind::kSimple;
       group.members = 0;
@@ -41,7 +44,12 @@ int main(int argc, char** argv) {
     const auto findings = analyzer.ObserveKafka("prod", view, 1'000'000.0 + 15 * poll);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     if (poll >= 40) millis.push_back(std::chrono::duration<double, std::milli>(elapsed).count());
-    if (findings->diagnosis.size() != static_cast<std::size_t>(groups)) return 1;
+    // A new group has no history to judge yet; after the warm-up every group has a finding.
+    if (poll >= 40 && findings->diagnosis.size() != static_cast<std::size_t>(groups)) {
+      std::fprintf(stderr, "poll %d: %zu diagnosis findings for %d groups\n", poll,
+                   findings->diagnosis.size(), groups);
+      return 1;
+    }
   }
   std::sort(millis.begin(), millis.end());
   std::printf("groups=%d partitions=%d analysis per poll: median %.1f ms, min %.1f ms\n", groups,
