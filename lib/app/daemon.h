@@ -3,8 +3,9 @@
 // reads the clock.
 //
 // One boost::asio::io_context thread runs timers, the HTTP server and all state changes;
-// blocking collector calls and rendering run on a small worker pool and post their results back,
-// so a scrape only hands out the latest rendered exposition and never waits on a source. Every
+// blocking collector calls, the analysis (on a strand: one at a time, in poll order) and
+// rendering run on a small worker pool and post their results back, so the loop only swaps
+// published pointers and a scrape never waits on a source or an analysis. Every
 // source is driven by the same loop (app::Source): poll, observe, render, next poll one interval
 // after the last one started. SIGTERM/SIGINT stop it; SIGHUP and POST /-/reload re-read the
 // configuration, keeping the old one running when the new one is invalid.

@@ -8,8 +8,10 @@
 // hands it out only as shared, immutable values (its entry in SourcesView, the Renderer's
 // captures), so a render on a worker never races the next poll.
 //
-// Every method is called on the event-loop thread. Poll() may do its work elsewhere (a worker
-// thread, a coroutine) but calls `done` on the event loop, after the source stored what it read.
+// Every method but Observe() is called on the event-loop thread. Poll() may do its work
+// elsewhere (a worker thread, a coroutine) but calls `done` on the event loop, after the source
+// stored what it read. Observe() runs on the daemon's analysis strand, beside the next poll: it
+// may read only what does not change after construction (its name, its configuration).
 #pragma once
 
 #include <chrono>

@@ -2,7 +2,9 @@
 
 Starts a real single-node Kafka, creates one topic and N simple groups (offsets committed without
 membership, as Flink does), then runs lagsight with a few values of max_concurrent_requests and
-prints the poll duration and the process's RSS. Prints numbers; asserts nothing.
+prints the poll duration, the process's RSS, and how long /healthz and the start of a /metrics
+answer take while polls and their analysis run (a probe asks every 10 ms). Prints numbers;
+asserts nothing.
 
     .venv/bin/python tests/bench/many_groups.py --groups 1000 --partitions 8
 """
@@ -10,9 +12,14 @@ prints the poll duration and the process's RSS. Prints numbers; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import gzip
+import http.client
+import statistics
 import subprocess
 import sys
 import tempfile
+import multiprocessing
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -23,7 +30,6 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
-import promtext  # noqa: E402
 from kafka_broker import KafkaBroker, free_loopback_port  # noqa: E402
 from workload import create_topic, produce  # noqa: E402
 
@@ -50,6 +56,48 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+PROBE_SECONDS = 30
+
+
+def probe(port: int, stop: "multiprocessing.synchronize.Event", out: "multiprocessing.Queue") -> None:
+    """Asks for /healthz (whole answer) and /metrics (until its headers: when sending starts)
+    every 10 ms on fresh connections; puts the latencies in milliseconds on `out` at the end.
+    A process of its own: in a thread, the GIL would add the main loop's pauses to them."""
+    latencies: dict[str, list[float]] = {"/healthz": [], "/metrics": []}
+    while not stop.wait(0.01):
+        for path, kept in latencies.items():
+            started = time.perf_counter()
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                connection.request("GET", path, headers={"Accept-Encoding": "gzip"})
+                response = connection.getresponse()
+                if path == "/healthz":
+                    response.read()
+                kept.append((time.perf_counter() - started) * 1000)
+                connection.close()
+            except OSError:
+                pass
+    out.put(latencies)
+
+
+def summary(latencies: dict[str, list[float]]) -> str:
+    parts = []
+    for path, kept in latencies.items():
+        if not kept:
+            continue
+        ordered = sorted(kept)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        parts.append(f"{path} ms p50={statistics.median(ordered):.1f} p99={p99:.1f} "
+                     f"max={ordered[-1]:.1f} (n={len(ordered)})")
+    return "; ".join(parts)
+
+
+def health_line(body: bytes, name: str) -> float | None:
+    """The value of the cluster's `name` series, found without parsing the whole exposition."""
+    found = re.search(rb"^" + name.encode() + rb"\{[^}]*\} (\S+)$", body, re.MULTILINE)
+    return float(found.group(1)) if found else None
+
+
 def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: int) -> None:
     config = work / f"lagsight-{concurrency}.yaml"
     config.write_text(f"kafka:\n  - name: bench\n    bootstrap_servers: {bootstrap}\n"
@@ -58,26 +106,42 @@ def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: i
     port = free_loopback_port()
     process = subprocess.Popen([str(binary), f"--config.file={config}",
                                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"])
+    stop = multiprocessing.Event()
+    results: multiprocessing.Queue = multiprocessing.Queue()
+    prober = multiprocessing.Process(target=probe, args=(port, stop, results), daemon=True)
     try:
         durations: list[float] = []
         last_total = 0.0
         deadline = time.monotonic() + 600
-        while len(durations) < polls and time.monotonic() < deadline:
-            time.sleep(0.2)
+        probe_until = float("inf")
+        while (len(durations) < polls or time.monotonic() < probe_until) and \
+                time.monotonic() < deadline:
+            time.sleep(0.5)
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+                request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                                 headers={"Accept-Encoding": "gzip"})
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    body = answer.read()
+                    if answer.headers.get("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
             except OSError:
                 continue
-            metrics = promtext.parse(body.decode())
-            totals = list(promtext.select(metrics, "lagsight_kafka_polls_total").values())
-            if totals and totals[0] > last_total:
-                last_total = totals[0]
-                durations.extend(promtext.select(metrics, "lagsight_kafka_poll_duration_seconds").values())
+            total = health_line(body, "lagsight_kafka_polls_total")
+            if total and not prober.is_alive():
+                prober.start()  # from the first poll on: before it, there is nothing to analyse
+                probe_until = time.monotonic() + PROBE_SECONDS
+            if total and total > last_total:
+                last_total = total
+                durations.append(health_line(body, "lagsight_kafka_poll_duration_seconds"))
         series = body.count(b"\n") - body.count(b"\n#")
         print(f"max_concurrent_requests={concurrency:3d} polls={len(durations)} "
               f"poll_seconds min={min(durations):.3f} max={max(durations):.3f} "
               f"series={series} rss_mb={rss_mb(process.pid):.1f}", flush=True)
+        stop.set()
+        if prober.is_alive():
+            print(f"  while polling: {summary(results.get(timeout=120))}", flush=True)
     finally:
+        stop.set()
         process.terminate()
         process.wait(30)
 
@@ -87,6 +151,8 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--polls", type=int, default=5)
+    parser.add_argument("--concurrency", default="1,16,64",
+                        help="values of max_concurrent_requests to run, comma-separated")
     parser.add_argument("--lagsight", type=Path, default=REPO / "build/cmd/lagsight/lagsight")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lagsight-bench-"))
@@ -97,7 +163,7 @@ def main() -> int:
         commit_groups(broker.bootstrap, "bench", args.groups, args.partitions)
         print(f"groups={args.groups} partitions={args.partitions} "
               f"(committed in {time.monotonic() - started:.1f}s)", flush=True)
-        for concurrency in (1, 16, 64):
+        for concurrency in (int(value) for value in args.concurrency.split(",")):
             measure(args.lagsight, broker.bootstrap, work, concurrency, args.polls)
     return 0
 
