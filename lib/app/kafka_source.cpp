@@ -81,9 +81,28 @@ std::shared_ptr<const analysis::Findings> KafkaSource::Observe(analysis::Analyze
 }
 
 Source::Render KafkaSource::Renderer(const metrics::PollStatus& status) const {
-  return [name = config_.name, status, poll = latest_](const analysis::Findings&, double,
-                                                       metrics::FamilyBuilder& out) {
-    metrics::AppendKafkaMetrics(name, status, poll, out);
+  return [name = config_.name, series = config_.series, status, poll = latest_,
+          logged = budget_coarsened_](const analysis::Findings& findings, double,
+                                      metrics::FamilyBuilder& out) {
+    const auto cluster_findings = findings.kafka.find(name);
+    const metrics::KafkaSeriesUse use = metrics::AppendKafkaMetrics(
+        name, status, poll,
+        cluster_findings == findings.kafka.end() ? nullptr : &cluster_findings->second, series,
+        out);
+    if (poll.snapshot == nullptr) return;
+    const std::size_t coarsened = use.pairs_to_topic + use.pairs_to_group;
+    if (logged->exchange(coarsened) == coarsened) return;
+    if (coarsened == 0) {
+      spdlog::info("kafka cluster \"{}\": {} detail series, within series.budget {} again", name,
+                   use.detail_series, series.budget);
+      return;
+    }
+    spdlog::warn(
+        "kafka cluster \"{}\": {} per-topic and per-partition group series wanted, over "
+        "series.budget {}: {} group-topic pair(s) exported per topic and {} per group only "
+        "({} series); raise the budget or set a coarser series.granularity",
+        name, use.wanted_series, series.budget, use.pairs_to_topic, use.pairs_to_group,
+        use.detail_series);
   };
 }
 

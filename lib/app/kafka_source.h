@@ -4,6 +4,7 @@
 // destroying a librdkafka client waits for its threads.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
@@ -47,6 +48,10 @@ class KafkaSource final : public Source, public std::enable_shared_from_this<Kaf
   std::shared_ptr<kafka::Collector> collector_;
   analysis::KafkaPoll latest_;
   std::size_t last_partial_errors_ = 0;
+  // Pairs the series budget coarsened at the last render that logged it: a render logs only a
+  // change, so a lasting overrun is one line, not one per render. Renders run on workers.
+  std::shared_ptr<std::atomic<std::size_t>> budget_coarsened_ =
+      std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 // What the Flink jobs of every Flink cluster read, in the Kafka collector's terms. Every Flink

@@ -129,6 +129,12 @@ class Reader {
     return *parsed;
   }
 
+  bool Boolean(const YAML::Node& node, const std::string& path) const {
+    const std::string value = String(node, path);
+    if (value != "true" && value != "false") Fail(node, path, "must be true or false");
+    return value == "true";
+  }
+
   int Integer(const YAML::Node& node, const std::string& path, int min, int max) const {
     const std::string text = String(node, path);
     std::size_t used = 0;
@@ -236,13 +242,72 @@ void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const
   }
 }
 
+// Far above what one Prometheus server ingests per scrape: a larger budget is a typo.
+constexpr int kMaxSeriesBudget = 100'000'000;
+
+KafkaSeriesConfig ReadKafkaSeries(const Reader& reader, const YAML::Node& node,
+                                  const std::string& path) {
+  reader.RequireMap(node, path);
+  reader.RequireOnlyKeys(
+      node, path,
+      {"granularity", "partition_committed_offsets", "partition_lag_seconds", "budget"});
+  KafkaSeriesConfig series;
+  if (const YAML::Node rules = node["granularity"]) {
+    const std::string rules_path = path + ".granularity";
+    if (!rules.IsSequence()) {
+      reader.Fail(rules, rules_path, "must be a list of {groups, topics, level} rules");
+    }
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      const YAML::Node rule_node = rules[i];
+      const std::string rule_path = rules_path + "[" + std::to_string(i) + "]";
+      reader.RequireMap(rule_node, rule_path);
+      reader.RequireOnlyKeys(rule_node, rule_path, {"groups", "topics", "level"});
+      SeriesGranularityRule rule;
+      for (const char* key : {"groups", "topics"}) {
+        if (!rule_node[key]) continue;
+        const std::string key_path = rule_path + "." + key;
+        auto pattern = Pattern::Compile(reader.String(rule_node[key], key_path));
+        if (!pattern) reader.Fail(rule_node[key], key_path, pattern.error().message);
+        (std::string_view(key) == "groups" ? rule.group : rule.topic) = std::move(pattern).value();
+      }
+      if (!rule_node["level"]) reader.Fail(rule_node, rule_path, "missing required key \"level\"");
+      const std::string level = reader.String(rule_node["level"], rule_path + ".level");
+      if (level == "partition") {
+        rule.level = SeriesLevel::kPartition;
+      } else if (level == "topic") {
+        rule.level = SeriesLevel::kTopic;
+      } else if (level == "group") {
+        rule.level = SeriesLevel::kGroup;
+      } else {
+        reader.Fail(rule_node["level"], rule_path + ".level",
+                    "must be partition, topic or group, got \"" + level + "\"");
+      }
+      series.granularity.push_back(std::move(rule));
+    }
+  }
+  if (node["partition_committed_offsets"]) {
+    series.partition_committed_offsets =
+        reader.Boolean(node["partition_committed_offsets"], path + ".partition_committed_offsets");
+  }
+  if (node["partition_lag_seconds"]) {
+    series.partition_lag_seconds =
+        reader.Boolean(node["partition_lag_seconds"], path + ".partition_lag_seconds");
+  }
+  if (node["budget"]) {
+    series.budget = static_cast<std::size_t>(
+        reader.Integer(node["budget"], path + ".budget", 0, kMaxSeriesBudget));
+  }
+  return series;
+}
+
 KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node,
                                     const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(node, path,
-                         {"name", "bootstrap_servers", "properties", "poll_interval",
-                          "request_timeout", "poll_timeout", "max_concurrent_requests",
-                          "lag_seconds_fetch_budget", "groups", "topics", "read_committed_groups"});
+  reader.RequireOnlyKeys(
+      node, path,
+      {"name", "bootstrap_servers", "properties", "poll_interval", "request_timeout",
+       "poll_timeout", "max_concurrent_requests", "lag_seconds_fetch_budget", "groups", "topics",
+       "read_committed_groups", "series"});
   KafkaClusterConfig cluster;
 
   cluster.name = reader.ClusterName(node, path);
@@ -309,6 +374,7 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
     cluster.read_committed_groups =
         reader.PatternList(node["read_committed_groups"], path + ".read_committed_groups");
   }
+  if (node["series"]) cluster.series = ReadKafkaSeries(reader, node["series"], path + ".series");
   return cluster;
 }
 
@@ -391,13 +457,8 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
       reader.Fail(tls, tls_path, "cert_file and key_file go together");
     }
     if (tls["insecure_skip_verify"]) {
-      const std::string value =
-          reader.String(tls["insecure_skip_verify"], tls_path + ".insecure_skip_verify");
-      if (value != "true" && value != "false") {
-        reader.Fail(tls["insecure_skip_verify"], tls_path + ".insecure_skip_verify",
-                    "must be true or false");
-      }
-      cluster.tls_insecure_skip_verify = value == "true";
+      cluster.tls_insecure_skip_verify =
+          reader.Boolean(tls["insecure_skip_verify"], tls_path + ".insecure_skip_verify");
     }
   }
   if (const YAML::Node auth = node["auth"]) {

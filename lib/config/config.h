@@ -22,6 +22,34 @@
 
 namespace lagsight::config {
 
+// How finely a group's Kafka-side lag series break down (cardinality):
+//   partition  every series per group-partition (committed offset, lag, lag in seconds, ...);
+//   topic      per group-topic sums and counts instead (topic lag, uncommitted partitions);
+//   group      per group only (sum and max of the lag, max lag in seconds, ...).
+enum class SeriesLevel { kPartition, kTopic, kGroup };
+
+// A granularity for the group-topic pairs it matches; a missing pattern matches every name.
+struct SeriesGranularityRule {
+  std::optional<Pattern> group;  // full match on the group id
+  std::optional<Pattern> topic;  // full match on the topic
+  SeriesLevel level = SeriesLevel::kPartition;
+
+  friend bool operator==(const SeriesGranularityRule&, const SeriesGranularityRule&) = default;
+};
+
+// What one Kafka cluster's series may cost. Coarser series keep the sums, so nothing is
+// dropped without a trace: what a budget coarsens is counted in a metric and logged.
+struct KafkaSeriesConfig {
+  std::vector<SeriesGranularityRule> granularity;  // the first rule that matches wins
+  bool partition_committed_offsets = true;         // lagsight_kafka_group_committed_offset
+  bool partition_lag_seconds = true;               // lagsight_kafka_group_lag_seconds
+  // Most Kafka-side group series the cluster exports (0: no limit). Over it, the group-topic
+  // pairs with the most partitions go to topic level first, then to group level.
+  std::size_t budget = 0;
+
+  friend bool operator==(const KafkaSeriesConfig&, const KafkaSeriesConfig&) = default;
+};
+
 struct KafkaClusterConfig {
   std::string name;  // the kafka_cluster label
   std::vector<std::string> bootstrap_servers;
@@ -43,6 +71,7 @@ struct KafkaClusterConfig {
   // their lag is counted up to the last stable offset, not the high watermark, since records of
   // a transaction still open are not theirs to read yet, nor an aborted transaction's ever.
   std::vector<Pattern> read_committed_groups;
+  KafkaSeriesConfig series;
 
   friend bool operator==(const KafkaClusterConfig&, const KafkaClusterConfig&) = default;
 };

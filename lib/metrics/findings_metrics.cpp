@@ -8,12 +8,6 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDef kLagSeconds{
-    "lagsight_kafka_group_lag_seconds",
-    "Age of the oldest record the group has not consumed; method says how it was measured "
-    "(record_timestamp, interpolated, lower_bound, caught_up, or interpolated/lower_bound with "
-    "_implausible_timestamp: the record's CreateTime was not believable).",
-    MetricType::Gauge};
 constexpr MetricDef kMaxLagSeconds{"lagsight_kafka_group_max_lag_seconds",
                                    "The largest lag in seconds over the group's partitions.",
                                    MetricType::Gauge};
@@ -91,15 +85,8 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
   for (const auto& [cluster, kafka] : findings.kafka) {
     for (const analysis::GroupFindings& group : kafka.groups) {
       const Labels group_labels{{"kafka_cluster", cluster}, {"group", group.group}};
-      for (const analysis::PartitionLagSeconds& partition : group.lag_seconds) {
-        builder.Add(kLagSeconds,
-                    {{"kafka_cluster", cluster},
-                     {"group", group.group},
-                     {"topic", partition.topic},
-                     {"partition", std::to_string(partition.partition)},
-                     {"method", analysis::LagSecondsMethodName(partition.value.method)}},
-                    partition.value.seconds);
-      }
+      // The per-partition lag in seconds is the Kafka cluster's (kafka_metrics.cpp): its
+      // granularity and budget decide about it.
       if (group.max_lag_seconds) builder.Add(kMaxLagSeconds, group_labels, *group.max_lag_seconds);
       if (group.catch_up_seconds) builder.Add(kGroupCatchUp, group_labels, *group.catch_up_seconds);
       if (group.lateness_target_seconds) {

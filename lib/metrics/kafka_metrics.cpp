@@ -1,5 +1,10 @@
 #include "metrics/kafka_metrics.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+#include <unordered_map>
+
 namespace lagsight::metrics {
 namespace {
 
@@ -93,6 +98,32 @@ constexpr MetricDef kTimestampCacheEntries{
     "lagsight_kafka_record_timestamp_cache_entries",
     "Record timestamps cached by position for the lag in seconds.", MetricType::Gauge};
 
+constexpr MetricDef kSumLag{
+    "lagsight_kafka_group_sum_lag_records",
+    "Kafka-side lag of the group summed over every partition it committed on with a known lag.",
+    MetricType::Gauge};
+constexpr MetricDef kLagSeconds{
+    "lagsight_kafka_group_lag_seconds",
+    "Age of the oldest record the group has not consumed; method says how it was measured "
+    "(record_timestamp, interpolated, lower_bound, caught_up, or interpolated/lower_bound with "
+    "_implausible_timestamp: the record's CreateTime was not believable).",
+    MetricType::Gauge};
+constexpr MetricDef kDetailSeries{
+    "lagsight_kafka_group_detail_series",
+    "Per-topic and per-partition group series of the cluster in this exposition, after "
+    "series.granularity and series.budget.",
+    MetricType::Gauge};
+constexpr MetricDef kSeriesBudget{
+    "lagsight_kafka_series_budget",
+    "The configured series.budget: most per-topic and per-partition group series the cluster "
+    "exports.",
+    MetricType::Gauge};
+constexpr MetricDef kBudgetCoarsened{
+    "lagsight_kafka_series_budget_coarsened_pairs",
+    "Group-topic pairs the series budget exports at a coarser level than configured (level: "
+    "topic or group); 0 within the budget.",
+    MetricType::Gauge};
+
 const char* PositionName(analysis::CommitPosition position) {
   switch (position) {
     case analysis::CommitPosition::kBeyondLogEnd:
@@ -104,13 +135,112 @@ const char* PositionName(analysis::CommitPosition position) {
   }
 }
 
+// Series per group-topic pair at topic level: its lag sum and its uncommitted partitions.
+constexpr std::size_t kTopicSeries = 2;
+
+config::SeriesLevel ConfiguredLevel(const config::KafkaSeriesConfig& series,
+                                    const std::string& group, const std::string& topic) {
+  for (const config::SeriesGranularityRule& rule : series.granularity) {
+    if (rule.group && !rule.group->FullMatch(group)) continue;
+    if (rule.topic && !rule.topic->FullMatch(topic)) continue;
+    return rule.level;
+  }
+  return config::SeriesLevel::kPartition;
+}
+
+// One group-topic pair of the poll, in the order it is rendered.
+struct PairPlan {
+  const analysis::TopicLag* topic = nullptr;
+  std::vector<const analysis::PartitionLagSeconds*> lag_seconds;  // empty when switched off
+  config::SeriesLevel level = config::SeriesLevel::kPartition;
+  std::size_t partition_series = 0;  // what partition level adds to topic level
+};
+
+std::size_t SeriesAt(const PairPlan& pair) {
+  switch (pair.level) {
+    case config::SeriesLevel::kPartition:
+      return pair.partition_series + kTopicSeries;
+    case config::SeriesLevel::kTopic:
+      return kTopicSeries;
+    case config::SeriesLevel::kGroup:
+      return 0;
+  }
+  return 0;
+}
+
+// Levels for every pair: the configured ones, then, over the budget, the pairs with the most
+// partition series go to topic level, and then (still over) pairs to group level, until the
+// detail series fit. The group-level series (sum, max, info, ...) stay whatever the budget.
+std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
+                                const analysis::KafkaFindings* findings,
+                                const config::KafkaSeriesConfig& series, KafkaSeriesUse& use) {
+  std::unordered_map<std::string_view, const analysis::GroupFindings*> group_findings;
+  if (findings != nullptr && series.partition_lag_seconds) {
+    for (const analysis::GroupFindings& group : findings->groups) {
+      group_findings.emplace(group.group, &group);
+    }
+  }
+  std::vector<PairPlan> plan;
+  for (const analysis::GroupLag& group : lags) {
+    const auto found = group_findings.find(group.group);
+    for (const analysis::TopicLag& topic : group.topics) {
+      PairPlan pair;
+      pair.topic = &topic;
+      pair.level = series.granularity.empty() ? config::SeriesLevel::kPartition
+                                              : ConfiguredLevel(series, group.group, topic.topic);
+      if (found != group_findings.end()) {
+        for (const analysis::PartitionLagSeconds& seconds : found->second->lag_seconds) {
+          if (seconds.topic == topic.topic) pair.lag_seconds.push_back(&seconds);
+        }
+      }
+      pair.partition_series = pair.lag_seconds.size();
+      for (const analysis::PartitionLag& partition : topic.partitions) {
+        if (partition.position == analysis::CommitPosition::kNoCommit) {
+          ++pair.partition_series;  // lagsight_kafka_group_partition_uncommitted
+          continue;
+        }
+        if (series.partition_committed_offsets) ++pair.partition_series;
+        if (partition.lag) ++pair.partition_series;
+      }
+      use.wanted_series += SeriesAt(pair);
+      plan.push_back(std::move(pair));
+    }
+  }
+  use.detail_series = use.wanted_series;
+  if (series.budget == 0 || use.detail_series <= series.budget) return plan;
+  std::vector<PairPlan*> order;
+  for (PairPlan& pair : plan) {
+    if (pair.level == config::SeriesLevel::kPartition) order.push_back(&pair);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const PairPlan* a, const PairPlan* b) {
+    return a->partition_series > b->partition_series;
+  });
+  for (PairPlan* pair : order) {
+    if (use.detail_series <= series.budget) break;
+    use.detail_series -= pair->partition_series;
+    pair->level = config::SeriesLevel::kTopic;
+    ++use.pairs_to_topic;
+  }
+  for (PairPlan& pair : plan) {
+    if (use.detail_series <= series.budget) break;
+    if (pair.level != config::SeriesLevel::kTopic) continue;
+    use.detail_series -= kTopicSeries;
+    pair.level = config::SeriesLevel::kGroup;
+    ++use.pairs_to_group;
+  }
+  return plan;
+}
+
 }  // namespace
 
-void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
-                        const analysis::KafkaPoll& poll, FamilyBuilder& out) {
+KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
+                                  const analysis::KafkaPoll& poll,
+                                  const analysis::KafkaFindings* findings,
+                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out) {
+  KafkaSeriesUse use;
   const Labels cluster_labels = {{"kafka_cluster", cluster}};
   AppendPollStatus(kHealth, cluster_labels, status, out);
-  if (poll.snapshot == nullptr || poll.lags == nullptr) return;
+  if (poll.snapshot == nullptr || poll.lags == nullptr) return use;
   const kafka::KafkaSnapshot* snapshot = poll.snapshot.get();
   const std::vector<analysis::GroupLag>* lags = poll.lags.get();
   const analysis::OffsetRegressionCounts* regressions = poll.regression_counts.get();
@@ -154,32 +284,70 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
       out.Add(kGroupMembers, {{"kafka_cluster", cluster}, {"group", group.id}}, *group.members);
     }
   }
+  const std::vector<PairPlan> plan = PlanPairs(*lags, findings, series, use);
+  auto pair = plan.begin();
   for (const analysis::GroupLag& group : *lags) {
     const Labels group_labels = {{"kafka_cluster", cluster}, {"group", group.group}};
     if (group.max_lag) out.Add(kMaxLag, group_labels, static_cast<double>(*group.max_lag));
+    std::int64_t lag_sum = 0;
+    for (const analysis::TopicLag& topic : group.topics) lag_sum += topic.lag_sum;
+    if (group.max_lag) out.Add(kSumLag, group_labels, static_cast<double>(lag_sum));
     for (const analysis::TopicLag& topic : group.topics) {
+      const config::SeriesLevel level = (pair++)->level;
+      const std::vector<const analysis::PartitionLagSeconds*>& lag_seconds =
+          std::prev(pair)->lag_seconds;
       Labels topic_labels = group_labels;
       topic_labels.emplace_back("topic", topic.topic);
-      out.Add(kTopicLag, topic_labels, static_cast<double>(topic.lag_sum));
-      out.Add(kTopicUncommitted, topic_labels, topic.uncommitted_partitions);
+      if (level != config::SeriesLevel::kGroup) {
+        out.Add(kTopicLag, topic_labels, static_cast<double>(topic.lag_sum));
+        out.Add(kTopicUncommitted, topic_labels, topic.uncommitted_partitions);
+      }
+      const bool per_partition = level == config::SeriesLevel::kPartition;
       for (const analysis::PartitionLag& partition : topic.partitions) {
+        const char* position = PositionName(partition.position);
+        if (!per_partition && position == nullptr) continue;
         Labels labels = topic_labels;
         labels.emplace_back("partition", std::to_string(partition.partition));
         if (partition.position == analysis::CommitPosition::kNoCommit) {
           out.Add(kUncommitted, labels, 1);
           continue;
         }
-        out.Add(kCommitted, labels, static_cast<double>(*partition.committed));
-        if (partition.lag) out.Add(kLag, labels, static_cast<double>(*partition.lag));
-        if (const char* position = PositionName(partition.position)) {
+        if (per_partition) {
+          if (series.partition_committed_offsets) {
+            out.Add(kCommitted, labels, static_cast<double>(*partition.committed));
+          }
+          if (partition.lag) out.Add(kLag, labels, static_cast<double>(*partition.lag));
+        }
+        // A committed offset out of range is kept at every level: it is rare, and it is the
+        // one series that says which partition is broken.
+        if (position != nullptr) {
           Labels flagged = labels;
           flagged.emplace_back("position", position);
           out.Add(kOutOfRange, flagged, 1);
         }
       }
+      if (!per_partition) continue;
+      for (const analysis::PartitionLagSeconds* seconds : lag_seconds) {
+        out.Add(kLagSeconds,
+                {{"kafka_cluster", cluster},
+                 {"group", group.group},
+                 {"topic", seconds->topic},
+                 {"partition", std::to_string(seconds->partition)},
+                 {"method", analysis::LagSecondsMethodName(seconds->value.method)}},
+                seconds->value.seconds);
+      }
     }
   }
-  if (regressions == nullptr) return;
+  out.Add(kDetailSeries, cluster_labels, static_cast<double>(use.detail_series));
+  if (series.budget > 0) {
+    out.Add(kSeriesBudget, cluster_labels, static_cast<double>(series.budget));
+    out.Add(kBudgetCoarsened, {{"kafka_cluster", cluster}, {"level", "topic"}},
+            static_cast<double>(use.pairs_to_topic));
+    out.Add(kBudgetCoarsened, {{"kafka_cluster", cluster}, {"level", "group"}},
+            static_cast<double>(use.pairs_to_group));
+  }
+  // Counts of an event, kept at every level: one partition's count cannot be summed back.
+  if (regressions == nullptr) return use;
   for (const auto& [key, count] : *regressions) {
     out.Add(kRegressions,
             {{"kafka_cluster", cluster},
@@ -188,6 +356,7 @@ void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
              {"partition", std::to_string(key.second.partition)}},
             static_cast<double>(count));
   }
+  return use;
 }
 
 }  // namespace lagsight::metrics

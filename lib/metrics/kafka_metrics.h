@@ -13,15 +13,30 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/analyzer.h"
 #include "analysis/kafka_poll.h"
+#include "config/config.h"
 #include "kafka/snapshot.h"
 #include "metrics/exposition.h"
 #include "metrics/poll_status.h"
 
 namespace lagsight::metrics {
 
-// `poll.snapshot` is null when the latest poll failed.
-void AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
-                        const analysis::KafkaPoll& poll, FamilyBuilder& out);
+// What the per-topic and per-partition group series of one render cost (series.budget).
+struct KafkaSeriesUse {
+  std::size_t detail_series = 0;   // exported
+  std::size_t wanted_series = 0;   // at the configured granularity, before the budget
+  std::size_t pairs_to_topic = 0;  // group-topic pairs the budget moved to topic level
+  std::size_t pairs_to_group = 0;  // ... and on to group level
+};
+
+// `poll.snapshot` is null when the latest poll failed. `findings` (null: none yet) gives the
+// lag in seconds per partition. `series` says at which level each group-topic pair is exported:
+// partition (every series), topic (lag sum and uncommitted count), or group (only the group's
+// own series); out-of-range flags and regression counters are exported at every level.
+KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
+                                  const analysis::KafkaPoll& poll,
+                                  const analysis::KafkaFindings* findings,
+                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out);
 
 }  // namespace lagsight::metrics

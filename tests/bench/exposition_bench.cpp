@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   const auto poll = analysis::DeriveKafkaPoll(std::move(snapshot), {});
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
-  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, builder);
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, nullptr, {}, builder);
   const std::size_t series = builder.series();
   const auto built = std::chrono::steady_clock::now();
   const std::string text = std::move(builder).Render();

@@ -34,7 +34,7 @@ lagsight::Result<Config> ParseTestFile(const std::string& relative) {
 }  // namespace
 
 TEST_CASE("every bad config fails with the exact message in its .error file", "[config]") {
-  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 49);
+  CHECK(lagsight::testing::CheckBadFiles(kConfigData, ParseTestFile) >= 63);
 }
 
 TEST_CASE("a minimal config gets the documented defaults", "[config]") {
@@ -78,6 +78,19 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(read_committed[0].FullMatch("ledger-eu"));
   CHECK_FALSE(read_committed[0].FullMatch("xledger-eu"));
   CHECK(read_committed[1].FullMatch("audit"));
+  CHECK(prod.series == lagsight::config::KafkaSeriesConfig{});  // every series, no budget
+  CHECK(prod.series.partition_committed_offsets);
+  const auto& series = parsed->kafka[1].series;
+  REQUIRE(series.granularity.size() == 2);
+  CHECK(series.granularity[0].group->FullMatch("batch-7"));
+  CHECK_FALSE(series.granularity[0].topic);
+  CHECK(series.granularity[0].level == lagsight::config::SeriesLevel::kTopic);
+  CHECK_FALSE(series.granularity[1].group);
+  CHECK(series.granularity[1].topic->FullMatch("clicks"));
+  CHECK(series.granularity[1].level == lagsight::config::SeriesLevel::kGroup);
+  CHECK_FALSE(series.partition_committed_offsets);
+  CHECK_FALSE(series.partition_lag_seconds);
+  CHECK(series.budget == 250000);
   CHECK(parsed->diagnosis.window == std::chrono::minutes(2));
   CHECK(parsed->diagnosis.confirm_polls == 3);
   CHECK(parsed->diagnosis.lag_threshold_records == 5000);

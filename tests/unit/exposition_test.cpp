@@ -72,7 +72,7 @@ std::string Render(const metrics::PollStatus& status, const kafka::KafkaSnapshot
   }
   poll.regression_counts = std::make_shared<const analysis::OffsetRegressionCounts>(
       analysis::OffsetRegressionCounts{{{"orders-enrichment", {"orders.v2", 1}}, 2}});
-  metrics::AppendKafkaMetrics("prod", status, poll, builder);
+  metrics::AppendKafkaMetrics("prod", status, poll, nullptr, {}, builder);
   return std::move(builder).Render();
 }
 
