@@ -774,7 +774,10 @@ struct Analyzer::State {
       const auto& [source, topic, number] = entry.first;
       return source == join.source &&
              std::none_of(join.partitions.begin(), join.partitions.end(),
-                          [&](const auto& p) { return p.topic == topic && p.partition == number; });
+                          // Init-captures: clang before 16 cannot capture a structured binding.
+                          [&read_topic = topic, read_number = number](const auto& p) {
+                            return p.topic == read_topic && p.partition == read_number;
+                          });
     });
     for (FlinkPartitionJoin& partition : join.partitions) {
       FlinkTopicJoin& topic = topics[partition.topic];

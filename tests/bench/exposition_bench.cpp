@@ -1,12 +1,15 @@
 // Benchmark: how long the poll-side work (lag analysis, sample lines, joining them) takes
 // and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
-// Prints numbers; asserts nothing (speed goals live here, not in timed tests).
-//   build/tests/bench/exposition_bench [groups] [partitions_per_group]
+// Prints numbers; asserts nothing (speed goals live here, not in timed tests). `level` is the
+// series granularity of every group (config series.granularity): partition (default), topic,
+// group; or "lean": partition level without committed offsets.
+//   build/tests/bench/exposition_bench [groups] [partitions_per_group] [level]
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "analysis/kafka_lag.h"
 #include "http/gzip.h"
@@ -16,6 +19,18 @@ int main(int argc, char** argv) {
   using namespace lagsight;
   const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int partitions = argc > 2 ? std::atoi(argv[2]) : 50;
+  const std::string level = argc > 3 ? argv[3] : "partition";
+  config::KafkaSeriesConfig series;
+  if (level == "topic" || level == "group") {
+    series.granularity.push_back(
+        {std::nullopt, std::nullopt,
+         level == "topic" ? config::SeriesLevel::kTopic : config::SeriesLevel::kGroup});
+  } else if (level == "lean") {
+    series.partition_committed_offsets = false;
+  } else if (level != "partition") {
+    std::fprintf(stderr, "level must be partition, topic, group or lean, got %s\n", level.c_str());
+    return 2;
+  }
 
   kafka::KafkaSnapshot snapshot;
   for (int g = 0; g < groups; ++g) {
@@ -37,8 +52,8 @@ int main(int argc, char** argv) {
   const auto poll = analysis::DeriveKafkaPoll(std::move(snapshot), {});
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
-  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, nullptr, {}, builder);
-  const std::size_t series = builder.series();
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, nullptr, series, builder);
+  const std::size_t series_count = builder.series();
   const auto built = std::chrono::steady_clock::now();
   const std::string text = std::move(builder).Render();
   const auto rendered = std::chrono::steady_clock::now();
@@ -51,8 +66,8 @@ int main(int argc, char** argv) {
   const auto ms = [](auto a, auto b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
-  std::printf("groups=%d partitions_per_group=%d series=%zu bytes=%zu gzip_bytes=%zu\n", groups,
-              partitions, series, text.size(), gzipped.size());
+  std::printf("groups=%d partitions_per_group=%d level=%s series=%zu bytes=%zu gzip_bytes=%zu\n",
+              groups, partitions, level.c_str(), series_count, text.size(), gzipped.size());
   std::printf(
       "analysis_ms=%.1f samples_ms=%.1f join_ms=%.1f gzip_ms=%.1f total_ms=%.1f "
       "peak_rss_mb=%.1f\n",
