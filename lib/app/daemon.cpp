@@ -264,17 +264,24 @@ class Daemon {
     return view;
   }
 
-  // Renders the exposition and the status page on a worker from immutable inputs; a newer
-  // render always wins.
+  // Renders the exposition and the status page on a worker from immutable inputs, one render
+  // at a time: a request while one runs is served by one more render when it ends, from the
+  // state of then. Every render holds its samples, text, gzip and page until it is published;
+  // several at once on the pool (a poll of each source ending together) multiplied the peak
+  // (heaptrack, 100,000 group-partitions: 157 MB of texts at the peak, ~35 MB each).
   void RequestRender() {
+    if (render_running_) {
+      render_pending_ = true;
+      return;
+    }
+    render_running_ = true;
     std::vector<Source::Render> renders;
     for (const auto& [key, running] : sources_) {
       if (!running->health.polled_once) continue;  // nothing known yet: /readyz says so
       renders.push_back(running->source->Renderer(running->health.status));
     }
-    const std::uint64_t generation = ++render_generation_;
     asio::post(workers_, [this, renders = std::move(renders), findings = findings_, now = UnixNow(),
-                          generation, reload_ok = last_reload_successful_,
+                          reload_ok = last_reload_successful_,
                           reload_time = last_reload_success_time_, sources = SourceStatuses(),
                           connections = server_.connection_counts()] {
       metrics::FamilyBuilder builder;
@@ -297,12 +304,12 @@ class Daemon {
       auto page = std::make_shared<const std::string>(
           status::RenderStatusPage(*findings, sources, kVersion, now));
       asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
-                       page = std::move(page), generation] {
-        if (generation < published_generation_) return;
-        published_generation_ = generation;
-        exposition_ = text;
-        exposition_gzip_ = gzipped;
-        status_page_ = page;
+                       page = std::move(page)]() mutable {
+        exposition_ = std::move(text);
+        exposition_gzip_ = std::move(gzipped);
+        status_page_ = std::move(page);
+        render_running_ = false;
+        if (std::exchange(render_pending_, false) && !stopping_) RequestRender();
       });
     });
   }
@@ -345,8 +352,8 @@ class Daemon {
   bool last_reload_successful_ = false;
   double last_reload_success_time_ = 0;
   bool stopping_ = false;
-  std::uint64_t render_generation_ = 0;
-  std::uint64_t published_generation_ = 0;
+  bool render_running_ = false;  // a render is on the pool
+  bool render_pending_ = false;  // ... and another was asked for meanwhile
   std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
   std::shared_ptr<const std::string> exposition_gzip_;  // null until the first render
   std::shared_ptr<const std::string> status_page_;      // null: the router serves its landing page

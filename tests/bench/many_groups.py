@@ -49,9 +49,10 @@ def commit_groups(bootstrap: str, topic: str, groups: int, partitions: int) -> N
         future.result(timeout=60)
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory now (VmRSS) or at its peak so far (VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -136,7 +137,8 @@ def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: i
         series = body.count(b"\n") - body.count(b"\n#")
         print(f"max_concurrent_requests={concurrency:3d} polls={len(durations)} "
               f"poll_seconds min={min(durations):.3f} max={max(durations):.3f} "
-              f"series={series} rss_mb={rss_mb(process.pid):.1f}", flush=True)
+              f"series={series} rss_mb={rss_mb(process.pid):.1f} "
+              f"peak_rss_mb={rss_mb(process.pid, 'VmHWM'):.1f}", flush=True)
         stop.set()
         if prober.is_alive():
             print(f"  while polling: {summary(results.get(timeout=120))}", flush=True)

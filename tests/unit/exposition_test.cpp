@@ -96,6 +96,13 @@ TEST_CASE("the exposition matches the golden file", "[metrics]") {
   CHECK(text == ReadText(golden));
 }
 
+TEST_CASE("the rendered text holds what it uses, no more", "[metrics]") {
+  // Published and kept while scrapes read it: a capacity twice the size doubled the memory.
+  const kafka::KafkaSnapshot snapshot = SampleSnapshot();
+  const std::string text = Render({true, 0.25, 1700000100.0, 12, 1}, &snapshot);
+  CHECK(text.capacity() == text.size());
+}
+
 TEST_CASE("a failed poll serves health series only, no stale lag", "[metrics]") {
   metrics::PollStatus status{false, 10.0, 1700000100.0, 13, 2};
   const std::string text = Render(status, nullptr);

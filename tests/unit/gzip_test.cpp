@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 
 namespace {
@@ -46,6 +47,16 @@ TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks",
   CHECK(Gunzip(gzipped) == exposition);
   CHECK(gzipped.size() * 5 < exposition.size());
   CHECK(gzipped.substr(0, 2) == "\x1f\x8b");  // the gzip magic, not a zlib header
+  // Published for as long as its exposition: it holds what it uses, not the input's size.
+  CHECK(gzipped.capacity() < gzipped.size() + 64);
+  // Incompressible input grows the buffer past its first guess, and still inflates back.
+  std::string noise;
+  std::uint32_t state = 12345;
+  for (int i = 0; i < 300000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    noise += static_cast<char>(state >> 24);
+  }
+  CHECK(Gunzip(Gzip(noise)) == noise);
 }
 
 TEST_CASE("gzip: Accept-Encoding admits gzip when listed without q=0", "[http]") {
