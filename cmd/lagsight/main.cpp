@@ -3,9 +3,12 @@
 //
 // This file only turns flags into app::Options; everything else lives in lib/.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "app/app.h"
 #include "app/logging.h"
@@ -29,6 +32,14 @@ int main(int argc, char** argv) {
   cli.add_option("--log.level", log_level, "debug, info, warn or error.")->capture_default_str();
   cli.add_option("--log.format", log_format, "logfmt or json.")->capture_default_str();
   cli.add_flag("--version", print_version, "Print the version and exit.");
+  std::string shard;
+  int total_shards = 1;
+  cli.add_option("--shard", shard,
+                 "This instance's shard, 0 to --total-shards - 1, or \"auto\": the ordinal ending "
+                 "the host name (a StatefulSet pod's name, e.g. lagsight-2).");
+  cli.add_option("--total-shards", total_shards,
+                 "How many instances split the consumer groups and Flink jobs between them.")
+      ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
 
   if (print_version) {
@@ -38,6 +49,21 @@ int main(int argc, char** argv) {
   if (const auto error = lagsight::app::ConfigureLogging(log_level, log_format)) {
     std::fprintf(stderr, "lagsight: %s\n", error->message.c_str());
     return 2;
+  }
+  {
+    std::string host_name;
+    if (const char* from_env = std::getenv("HOSTNAME"); from_env != nullptr) {
+      host_name = from_env;
+    } else {
+      char buffer[256] = {};
+      if (gethostname(buffer, sizeof buffer - 1) == 0) host_name = buffer;
+    }
+    auto resolved = lagsight::config::ResolveShard(shard, total_shards, host_name);
+    if (!resolved) {
+      std::fprintf(stderr, "lagsight: %s\n", resolved.error().message.c_str());
+      return 2;
+    }
+    options.shard = *resolved;
   }
   if (options.config_file.empty()) {
     std::fprintf(stderr,

@@ -30,7 +30,7 @@ int Run(const Options& options) {
     spdlog::error("{}", text.error().message);
     return 1;
   }
-  auto validated = Validate(*text, options.config_file);
+  auto validated = Validate(*text, options.config_file, options.shard);
   if (!validated) {
     spdlog::error("invalid configuration: {}", validated.error().message);
     return 1;

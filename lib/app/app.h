@@ -15,6 +15,8 @@ struct Options {
   std::string listen_address = ":9713";
   // exporter-toolkit web config (TLS, basic auth); empty: plain HTTP without authentication.
   std::string web_config_file;
+  // The groups and Flink jobs this instance owns (--shard, --total-shards); all by default.
+  config::Shard shard;
 };
 
 extern const char* const kVersion;

@@ -189,7 +189,8 @@ class Daemon {
       spdlog::info("configuration unchanged; nothing to reload");
       return std::nullopt;
     } else if (auto validated = Validate(
-                   *text, options_.config_file, [this](const config::KafkaClusterConfig& cluster) {
+                   *text, options_.config_file, options_.shard,
+                   [this](const config::KafkaClusterConfig& cluster) {
                      const auto running = sources_.find({Source::Kind::kKafka, cluster.name});
                      return running != sources_.end() &&
                             RunsKafkaCluster(*running->second->source, cluster);
@@ -286,6 +287,7 @@ class Daemon {
                           connections = server_.connection_counts()] {
       metrics::FamilyBuilder builder;
       metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+      metrics::AppendShardMetrics(options_.shard.index, options_.shard.total, builder);
       metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
                                            connections.shed_for_any_client, connections.refused,
                                            builder);

@@ -8,9 +8,10 @@
 namespace lagsight::app {
 
 Result<ValidatedConfig> Validate(const std::string& text, const std::string& path,
-                                 const IsRunning& is_running) {
+                                 const config::Shard& shard, const IsRunning& is_running) {
   auto parsed = config::ParseConfig(text, path, config::ProcessEnvironment());
   if (!parsed) return parsed.error();
+  config::ApplyShard(shard, *parsed);
   ValidatedConfig validated{std::move(parsed).value(), {}};
   for (const config::KafkaClusterConfig& cluster : validated.config.kafka) {
     if (is_running(cluster)) continue;

@@ -23,9 +23,9 @@ struct ValidatedConfig {
 using IsRunning = std::function<bool(const config::KafkaClusterConfig&)>;
 
 // Parses `text` (read from `path`), creates the Kafka clients and loads the Flink TLS files, so
-// --config.check reports what the daemon would refuse.
+// --config.check reports what the daemon would refuse. Every cluster gets `shard`.
 Result<ValidatedConfig> Validate(
-    const std::string& text, const std::string& path,
+    const std::string& text, const std::string& path, const config::Shard& shard = {},
     const IsRunning& is_running = [](const config::KafkaClusterConfig&) { return false; });
 
 }  // namespace lagsight::app

@@ -838,6 +838,18 @@ EnvLookup ProcessEnvironment() {
   };
 }
 
+std::string_view JobOwnerKey(const FlinkClusterConfig& cluster, std::string_view job_name) {
+  for (const FlinkGroupMapping& mapping : cluster.groups) {
+    if (mapping.job.FullMatch(job_name)) return mapping.group;
+  }
+  return job_name;
+}
+
+void ApplyShard(const Shard& shard, Config& config) {
+  for (KafkaClusterConfig& cluster : config.kafka) cluster.shard = shard;
+  for (FlinkClusterConfig& cluster : config.flink) cluster.shard = shard;
+}
+
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
                            const EnvLookup& env) {
   const Reader reader(source_name, env);

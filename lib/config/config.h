@@ -19,6 +19,7 @@
 
 #include "common/result.h"
 #include "config/name_filter.h"
+#include "config/shard.h"
 
 namespace lagsight::config {
 
@@ -72,6 +73,8 @@ struct KafkaClusterConfig {
   // a transaction still open are not theirs to read yet, nor an aborted transaction's ever.
   std::vector<Pattern> read_committed_groups;
   KafkaSeriesConfig series;
+  // The groups this instance owns (from the command line, not the file): the others are not read.
+  Shard shard;
 
   friend bool operator==(const KafkaClusterConfig&, const KafkaClusterConfig&) = default;
 };
@@ -109,6 +112,9 @@ struct FlinkClusterConfig {
   // Jobs (full match on the name) whose Kafka sources read with isolation.level=read_committed;
   // as KafkaClusterConfig::read_committed_groups, for their Flink-side lag.
   std::vector<Pattern> read_committed_jobs;
+  // The jobs this instance owns (from the command line, not the file; see JobOwnerKey): the
+  // others are not read.
+  Shard shard;
 
   friend bool operator==(const FlinkClusterConfig&, const FlinkClusterConfig&) = default;
 };
@@ -196,6 +202,10 @@ struct DiagnosisConfig {
   friend bool operator==(const DiagnosisConfig&, const DiagnosisConfig&) = default;
 };
 
+// What decides which shard owns a Flink job: the group of the first mapping whose job pattern
+// matches its name (so the job is read where its group is), else the job's name.
+std::string_view JobOwnerKey(const FlinkClusterConfig& cluster, std::string_view job_name);
+
 struct Config {
   std::vector<KafkaClusterConfig> kafka;
   std::vector<FlinkClusterConfig> flink;
@@ -208,6 +218,9 @@ struct Config {
 // Looks up an environment variable; a seam so tests need not touch the real environment.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup ProcessEnvironment();
+
+// Gives every cluster of `config` the shard the command line chose.
+void ApplyShard(const Shard& shard, Config& config);
 
 // Parses YAML text. `source_name` (usually the file path) starts every error message.
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,

@@ -134,6 +134,8 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
   std::vector<JobOverview> live;
   for (JobOverview& job : *overviews) {
     if (IsTerminalJobState(job.state) || !cluster_.jobs.Accepts(job.name)) continue;
+    // Another shard's job: read where its group is (config::JobOwnerKey).
+    if (!cluster_.shard.Owns(config::JobOwnerKey(cluster_, job.name))) continue;
     if (!IsFlinkId(job.id)) {
       snapshot.partial_errors.push_back("job \"" + Printable(job.id) + "\" (" +
                                         Printable(job.name) +

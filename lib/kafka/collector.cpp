@@ -213,7 +213,10 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   if (!listed) return listed.error();
   std::vector<GroupListing> listings;
   for (GroupListing& listing : *listed) {
-    if (cluster_.groups.Accepts(listing.id)) listings.push_back(std::move(listing));
+    // Another shard's group is not read at all: its offsets are that shard's work.
+    if (cluster_.groups.Accepts(listing.id) && cluster_.shard.Owns(listing.id)) {
+      listings.push_back(std::move(listing));
+    }
   }
   std::sort(listings.begin(), listings.end(),
             [](const GroupListing& a, const GroupListing& b) { return a.id < b.id; });

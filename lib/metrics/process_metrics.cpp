@@ -14,6 +14,12 @@ constexpr MetricDef kReloadTime{"lagsight_config_last_reload_success_timestamp_s
                                 "Unix time of the latest successful configuration load.",
                                 MetricType::Gauge};
 
+constexpr MetricDef kShardInfo{
+    "lagsight_shard_info",
+    "The shard this instance is (always 1): it reads only the consumer groups and Flink jobs that "
+    "hash to shard of total_shards.",
+    MetricType::Gauge};
+
 constexpr MetricDef kShed{
     "lagsight_http_connections_shed_total",
     "Open connections the HTTP server closed to make room for a new one, by whose limit was "
@@ -33,6 +39,11 @@ void AppendProcessMetrics(const std::string& version, const std::string& revisio
   out.Add(kBuildInfo, {{"version", version}, {"revision", revision}}, 1);
   out.Add(kReloadOk, {}, last_reload_successful ? 1 : 0);
   out.Add(kReloadTime, {}, last_reload_success_unix_seconds);
+}
+
+void AppendShardMetrics(int shard, int total_shards, FamilyBuilder& out) {
+  out.Add(kShardInfo,
+          {{"shard", std::to_string(shard)}, {"total_shards", std::to_string(total_shards)}}, 1);
 }
 
 void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,

@@ -13,6 +13,9 @@ void AppendProcessMetrics(const std::string& version, const std::string& revisio
                           bool last_reload_successful, double last_reload_success_unix_seconds,
                           FamilyBuilder& out);
 
+// Which part of the fleet this instance reads (--shard, --total-shards).
+void AppendShardMetrics(int shard, int total_shards, FamilyBuilder& out);
+
 // Connections the HTTP server closed to make room for new ones, by whose share was full
 // ("client": the new client's own; "server": max_connections), and new ones it turned away.
 void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,

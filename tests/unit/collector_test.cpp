@@ -114,6 +114,32 @@ TEST_CASE("filters apply before anything is fetched", "[kafka]") {
   CHECK(snapshot->groups[0].committed.size() == 1);  // app's __internal commit dropped
 }
 
+TEST_CASE("a shard reads only its own groups, and only the topics they need", "[kafka]") {
+  // FNV-1a 64 modulo 2: "app" hashes to shard 0; "console-consumer-1", "flink-job" and "kip848"
+  // to shard 1.
+  std::map<int, std::vector<std::string>> read_by;
+  std::map<int, std::set<lagsight::kafka::TopicPartition>> offsets_by;
+  for (int index = 0; index < 2; ++index) {
+    Fixture f;
+    f.config.shard = {index, 2};
+    Collector collector = f.Make();
+    f.Script();
+    const auto snapshot = collector.Poll();
+    REQUIRE(snapshot.ok());
+    read_by[index] = f.admin->offset_ids;
+    offsets_by[index] = f.admin->offsets_asked;
+    for (const auto& group : snapshot->groups) CHECK(f.config.shard.Owns(group.id));
+  }
+  CHECK(read_by[0] == std::vector<std::string>{"app"});
+  CHECK(read_by[1] == std::vector<std::string>{"console-consumer-1", "flink-job", "kip848"});
+  // Every partition of a topic a shard's groups committed on: "orders" on both, "audit" (only
+  // kip848's) on shard 1 alone.
+  CHECK(offsets_by[0] ==
+        std::set<lagsight::kafka::TopicPartition>{{"__internal", 0}, {"orders", 0}, {"orders", 1}});
+  CHECK(offsets_by[1] ==
+        std::set<lagsight::kafka::TopicPartition>{{"audit", 0}, {"orders", 0}, {"orders", 1}});
+}
+
 TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cannot describe",
           "[kafka]") {
   Fixture f;

@@ -273,3 +273,39 @@ TEST_CASE("impossible numbers from Flink become partial errors of the poll", "[f
   CHECK(snapshot->jobs[0].checkpoints.counts.failed == 0);
   CHECK(snapshot->partial_errors.size() == 3);
 }
+
+TEST_CASE("a shard reads only the jobs it owns: mapped ones where their group is", "[flink]") {
+  std::map<std::string, int> owner;  // job name -> the shard that read it
+  for (int index = 0; index < 2; ++index) {
+    auto http = std::make_unique<FakeHttp>();
+    FakeHttp& fake = *http;
+    fake.answers["/jobs/overview"] = {200, Overview({{kRunningId, "RUNNING"},
+                                                     {kRestartingId, "RESTARTING"},
+                                                     {kFinishedId, "CREATED"}})};
+    AddJob(fake, kRunningId);
+    AddJob(fake, kRestartingId);
+    AddJob(fake, kFinishedId);
+    config::FlinkClusterConfig cluster = Cluster();
+    cluster.shard = {index, 2};
+    // FNV-1a 64 modulo 2 puts the group "app" on shard 0, and the name "job-CREATED" on shard 1.
+    cluster.groups.push_back({*config::Pattern::Compile("job-CREATED"), "app", "", std::nullopt});
+    Collector collector(cluster, std::move(http));
+    const auto snapshot = RunPoll(collector);
+    REQUIRE(snapshot.ok());
+    for (const FlinkJob& job : snapshot->jobs) {
+      CHECK(owner.emplace(job.overview.name, index).second);  // no job on two shards
+    }
+    for (const std::string& target : fake.requested) {
+      if (target.rfind("/jobs/", 0) != 0 || target == "/jobs/overview") continue;
+      const std::string id = target.substr(6, 32);
+      const bool owned = std::any_of(snapshot->jobs.begin(), snapshot->jobs.end(),
+                                     [&](const FlinkJob& job) { return job.overview.id == id; });
+      INFO(target);
+      CHECK(owned);  // nothing is asked of another shard's job
+    }
+  }
+  CHECK(owner.size() == 3);
+  CHECK(owner["job-CREATED"] == 0);  // with its group, not by its own name's hash
+  CHECK(config::Shard{1, 2}.Owns("job-CREATED"));
+  CHECK(config::Shard{0, 2}.Owns("app"));
+}
