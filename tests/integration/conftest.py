@@ -82,8 +82,10 @@ class LagsightProcess:
     ``lagsight_kafka_last_poll_timestamp_seconds`` rather than sleeping.
     """
 
-    def __init__(self, binary: Path, work_dir: Path, config: dict) -> None:
+    def __init__(self, binary: Path, work_dir: Path, config: dict,
+                 args: list[str] | None = None) -> None:
         self.cluster = CLUSTER
+        self.args = list(args or [])
         self.binary = binary
         self.work_dir = work_dir
         self.config = config
@@ -98,7 +100,8 @@ class LagsightProcess:
         with self.log_file.open("ab") as log:
             self._process = subprocess.Popen(
                 [str(self.binary), f"--config.file={self.config_file}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=debug"],
+                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=debug",
+                 *self.args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         wait_until(lambda: self._running_or_fail() and self.get("/healthz")[0] == 200,
                    15, "/healthz to answer 200")
@@ -262,7 +265,7 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
     """Starts lagsight on a broker: ``start_lagsight(bootstrap, groups=..., topics=...)``.
 
     ``groups`` and ``topics`` are the config's ``{allow: [...], deny: [...]}`` filters,
-    ``properties`` its librdkafka properties. At teardown
+    ``properties`` its librdkafka properties, ``args`` more command-line flags. At teardown
     each process must exit 0 on SIGTERM, which also catches a lagsight that crashed mid-test.
     """
     processes: list[LagsightProcess] = []
@@ -270,13 +273,14 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
     def start(bootstrap: str, groups: dict | None = None, topics: dict | None = None,
               flink: list[dict] | None = None, properties: dict[str, str] | None = None,
               diagnosis: dict | None = None, more_kafka: list[dict] | None = None,
-              kafka_settings: dict | None = None) -> LagsightProcess:
+              kafka_settings: dict | None = None, args: list[str] | None = None
+              ) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
         process = LagsightProcess(
             lagsight_binary, work_dir,
             lagsight_config(bootstrap, groups, topics, flink, properties, diagnosis, more_kafka,
-                            kafka_settings))
+                            kafka_settings), args)
         processes.append(process)
         _register_log_for_failures(request, f"lagsight log #{len(processes)}", process.log_file)
         return process.start()
