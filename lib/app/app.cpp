@@ -35,6 +35,10 @@ int Run(const Options& options) {
     spdlog::error("invalid configuration: {}", validated.error().message);
     return 1;
   }
+  if (options.shard.sharded()) {
+    spdlog::info("shard {} of {}: reading only the consumer groups and Flink jobs that hash to it",
+                 options.shard.index, options.shard.total);
+  }
   return RunDaemon(options, *endpoint, std::move(text).value(), std::move(validated).value());
 }
 

@@ -7,6 +7,8 @@ answer take while polls and their analysis run (a probe asks every 10 ms). Print
 asserts nothing.
 
     .venv/bin/python tests/bench/many_groups.py --groups 1000 --partitions 8
+
+With ``--total-shards N`` each concurrency is measured once unsharded and then once per shard.
 """
 
 from __future__ import annotations
@@ -99,14 +101,16 @@ def health_line(body: bytes, name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
-def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: int) -> None:
+def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: int,
+            shard_args: list[str] | None = None) -> None:
     config = work / f"lagsight-{concurrency}.yaml"
     config.write_text(f"kafka:\n  - name: bench\n    bootstrap_servers: {bootstrap}\n"
                       f"    poll_interval: 1s\n    request_timeout: 30s\n"
                       f"    max_concurrent_requests: {concurrency}\n")
     port = free_loopback_port()
     process = subprocess.Popen([str(binary), f"--config.file={config}",
-                                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"])
+                                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+                                *(shard_args or [])])
     stop = multiprocessing.Event()
     results: multiprocessing.Queue = multiprocessing.Queue()
     prober = multiprocessing.Process(target=probe, args=(port, stop, results), daemon=True)
@@ -135,7 +139,8 @@ def measure(binary: Path, bootstrap: str, work: Path, concurrency: int, polls: i
                 last_total = total
                 durations.append(health_line(body, "lagsight_kafka_poll_duration_seconds"))
         series = body.count(b"\n") - body.count(b"\n#")
-        print(f"max_concurrent_requests={concurrency:3d} polls={len(durations)} "
+        print(f"{' '.join(shard_args or [])} max_concurrent_requests={concurrency:3d} "
+              f"polls={len(durations)} "
               f"poll_seconds min={min(durations):.3f} max={max(durations):.3f} "
               f"series={series} rss_mb={rss_mb(process.pid):.1f} "
               f"peak_rss_mb={rss_mb(process.pid, 'VmHWM'):.1f}", flush=True)
@@ -156,6 +161,9 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,16,64",
                         help="values of max_concurrent_requests to run, comma-separated")
     parser.add_argument("--lagsight", type=Path, default=REPO / "build/cmd/lagsight/lagsight")
+    parser.add_argument("--total-shards", type=int, default=1,
+                        help="above 1: measure each shard of that many in turn "
+                             "(--shard=i --total-shards=N), one at a time")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lagsight-bench-"))
     with KafkaBroker(work / "kafka") as broker:
@@ -167,6 +175,9 @@ def main() -> int:
               f"(committed in {time.monotonic() - started:.1f}s)", flush=True)
         for concurrency in (int(value) for value in args.concurrency.split(",")):
             measure(args.lagsight, broker.bootstrap, work, concurrency, args.polls)
+            for index in range(args.total_shards if args.total_shards > 1 else 0):
+                measure(args.lagsight, broker.bootstrap, work, concurrency, args.polls,
+                        [f"--shard={index}", f"--total-shards={args.total_shards}"])
     return 0
 
 

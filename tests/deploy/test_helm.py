@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -52,8 +55,11 @@ def render(helm: str, *args: str) -> dict[str, dict]:
     return by_kind
 
 
+SHARDED = ["--set", "sharding.enabled=true", "--set", "sharding.shards=3"]
+
+
 def test_helm_lint_passes_with_defaults_and_with_everything_on(helm: str):
-    for extra in ([], EVERYTHING):
+    for extra in ([], EVERYTHING, EVERYTHING + SHARDED):
         result = helm_run(helm, "lint", "--strict", str(CHART), *extra)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "0 chart(s) failed" in result.stdout
@@ -157,3 +163,76 @@ def test_a_wrong_scheme_is_refused_with_a_clear_message(helm: str):
     result = helm_run(helm, "template", "x", str(CHART), "--set", "webConfig.scheme=ftp")
     assert result.returncode != 0
     assert 'webConfig.scheme must be HTTP or HTTPS, got "ftp"' in result.stderr
+
+
+def test_sharded_mode_renders_a_statefulset_of_shards_behind_a_headless_service(helm: str):
+    manifests = render(helm, *EVERYTHING, *SHARDED)
+    assert set(manifests) == {"StatefulSet", "Service", "ConfigMap", "ServiceMonitor",
+                              "PrometheusRule"}
+    statefulset, service = manifests["StatefulSet"], manifests["Service"]
+    assert statefulset["spec"]["replicas"] == 3
+    assert statefulset["spec"]["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["clusterIP"] == "None"
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-2:] == ["--shard=auto", "--total-shards=3"]
+    assert {"name": "HOSTNAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in \
+        container["env"]
+    # Everything else of the pod is the Deployment's.
+    deployment_pod = render(helm, *EVERYTHING)["Deployment"]["spec"]["template"]
+    sharded_pod = statefulset["spec"]["template"]
+    (plain,) = deployment_pod["spec"]["containers"]
+    assert {k: v for k, v in container.items() if k not in ("args", "env")} == \
+        {k: v for k, v in plain.items() if k not in ("args", "env")}
+    assert sharded_pod["metadata"] == deployment_pod["metadata"]
+    # The ServiceMonitor scrapes every shard through the one headless Service.
+    monitor = manifests["ServiceMonitor"]
+    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert service["spec"]["selector"].items() <= sharded_pod["metadata"]["labels"].items()
+
+
+def test_sharded_mode_refuses_a_shard_count_it_cannot_run(helm: str):
+    for args, message in (
+            (["--set", "sharding.shards=1"], "sharding.shards must be 2 to 1024, got 1"),
+            (["--set", "replicaCount=2"], "replicaCount and sharding.enabled exclude each other")):
+        result = helm_run(helm, "template", "x", str(CHART), "--set", "sharding.enabled=true",
+                          *args)
+        assert result.returncode != 0
+        assert message in result.stderr, result.stderr
+
+
+def test_a_sharded_pod_runs_as_the_shard_its_name_ends_with(helm: str, lagsight_binary: Path,
+                                                             tmp_path: Path):
+    """The rendered arguments and environment, given to the real binary as the kubelet would
+    (the pod's name in HOSTNAME): the third pod says it is shard 2 of 3."""
+    manifests = render(helm, *SHARDED)
+    (container,) = manifests["StatefulSet"]["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "lagsight.yaml"
+    config.write_text(manifests["ConfigMap"]["data"]["lagsight.yaml"])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [arg.replace("/etc/lagsight/config/lagsight.yaml", str(config))
+            .replace("--web.listen-address=:9713", f"--web.listen-address=127.0.0.1:{port}")
+            for arg in container["args"]]
+    pod_name = manifests["StatefulSet"]["metadata"]["name"] + "-2"
+    process = subprocess.Popen([str(lagsight_binary), *args], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env={**os.environ, "HOSTNAME": pod_name})
+    try:
+        deadline = time.monotonic() + 20
+        body = ""
+        while time.monotonic() < deadline and "lagsight_shard_info{" not in body:
+            assert process.poll() is None, process.stderr.read().decode()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    body = r.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert 'lagsight_shard_info{shard="2",total_shards="3"} 1' in body, body[-2000:]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    # A pod whose name ends in no ordinal is refused at start, with the reason.
+    refused = subprocess.run([str(lagsight_binary), *args], capture_output=True, text=True,
+                             timeout=10, env={**os.environ, "HOSTNAME": "lagsight"})
+    assert refused.returncode == 2
+    assert "does not end in a StatefulSet ordinal" in refused.stderr

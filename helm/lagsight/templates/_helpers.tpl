@@ -36,3 +36,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- $scheme }}
 {{- end }}
+
+{{/* The shard count of sharded mode, checked. */}}
+{{- define "lagsight.shards" -}}
+{{- $shards := int .Values.sharding.shards }}
+{{- if or (lt $shards 2) (gt $shards 1024) }}
+{{- fail (printf "sharding.shards must be 2 to 1024, got %v" .Values.sharding.shards) }}
+{{- end }}
+{{- if ne (int .Values.replicaCount) 1 }}
+{{- fail "replicaCount and sharding.enabled exclude each other: the shard count is sharding.shards" }}
+{{- end }}
+{{- $shards }}
+{{- end }}
