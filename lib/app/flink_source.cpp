@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <chrono>
@@ -36,6 +37,7 @@ void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
           for (const std::string& partial : polled->partial_errors) {
             spdlog::debug("flink cluster \"{}\": {}", self->name(), partial);
           }
+          self->WarnUnmappedInShard(*polled);
           self->snapshot_ = std::make_shared<const flink::FlinkSnapshot>(std::move(polled).value());
         } else {
           error = polled.error().message;
@@ -44,6 +46,29 @@ void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
         done(std::move(error));
       },
       asio::detached);
+}
+
+void FlinkSource::WarnUnmappedInShard(const flink::FlinkSnapshot& snapshot) {
+  if (!config_->shard.sharded()) return;
+  for (const flink::FlinkJob& job : snapshot.jobs) {
+    const std::string& name = job.overview.name;
+    if (config::JobOwnerKey(*config_, name) != name || warned_unmapped_.contains(name)) continue;
+    const bool commits =
+        std::any_of(job.sources.begin(), job.sources.end(), [](const auto& source) {
+          return std::any_of(
+              source.partitions.begin(), source.partitions.end(),
+              [](const auto& partition) { return partition.second.committed.has_value(); });
+        });
+    if (!commits) continue;
+    // Once per job name; the set is bounded so years of renamed jobs cannot grow it for ever.
+    if (warned_unmapped_.size() >= 10'000) warned_unmapped_.clear();
+    warned_unmapped_.insert(name);
+    spdlog::warn(
+        "flink cluster \"{}\": job \"{}\" commits offsets but no groups mapping names its group; "
+        "sharded, it is read by the shard of its name and paired only with that shard's groups "
+        "(map it in flink[].groups so it is read where its group is)",
+        config_->name, name);
+  }
 }
 
 void FlinkSource::AddTo(analysis::SourcesView& view) const {

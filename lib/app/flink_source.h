@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "app/source.h"
@@ -32,10 +33,14 @@ class FlinkSource final : public Source, public std::enable_shared_from_this<Fli
   void TakeOver(const Source& previous) override;
 
  private:
+  void WarnUnmappedInShard(const flink::FlinkSnapshot& snapshot);
+
   boost::asio::io_context& io_;
   std::shared_ptr<const config::FlinkClusterConfig> config_;
   std::shared_ptr<flink::Collector> collector_;
   std::shared_ptr<const flink::FlinkSnapshot> snapshot_;  // null while the REST API is down
+  // Sharded: the unmapped jobs that commit whose log warning was written (once per job name).
+  std::set<std::string> warned_unmapped_;
 };
 
 }  // namespace lagsight::app

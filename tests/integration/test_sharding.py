@@ -98,6 +98,11 @@ def test_three_shards_export_what_one_instance_does(kafka_broker, start_lagsight
             for n in range(3)]
     jobs.append(JobSpec(name=f"{unique_prefix}-job-nogroup", topics=[shared], group=None,
                         start="earliest", checkpoint_ms=1000))
+    # And one that commits to a group no mapping names (outside the group filter, so no
+    # instance reads the group): its shard warns that it cannot follow its group.
+    unmapped = JobSpec(name=f"{unique_prefix}-job-unmapped", topics=[own],
+                       group=f"unmapped-{unique_prefix}", checkpoint_ms=1000)
+    jobs.append(unmapped)
     with FlinkJob("1.20", jobs, tmp_path / "flink", bootstrap=bootstrap) as flink:
         # Ground truth: every mapped job has committed everything (Kafka's tool), and the
         # plain groups hold the offsets committed above.
@@ -119,7 +124,7 @@ def test_three_shards_export_what_one_instance_does(kafka_broker, start_lagsight
         flink_config = [{"name": "mini", "rest_url": flink.rest_url, "kafka_cluster": "local",
                          "poll_interval": "1s", "request_timeout": "5s",
                          "groups": [{"job": spec.name, "group": spec.group}
-                                    for spec in jobs if spec.group]}]
+                                    for spec in jobs if spec.group and spec is not unmapped]}]
         settings = dict(groups={"allow": [f"{unique_prefix}-.*"]},
                         topics={"allow": [re.escape(unique_prefix) + r"\..*"]},
                         flink=flink_config)
@@ -161,7 +166,7 @@ def test_three_shards_export_what_one_instance_does(kafka_broker, start_lagsight
             holders = [i for i, metrics in enumerate(scrapes)
                        if promtext.select(metrics, "lagsight_flink_job_info", job_name=spec.name)]
             assert len(holders) == 1, (spec.name, holders)
-            if spec.group:
+            if spec.group and spec is not unmapped:
                 assert spec.group in owned[holders[0]], (spec.name, holders, owned)
         # The detail series the shards count add up to the single instance's count.
         detail = [sum(promtext.select(m, "lagsight_kafka_group_detail_series").values())
@@ -169,3 +174,8 @@ def test_three_shards_export_what_one_instance_does(kafka_broker, start_lagsight
         (single_detail,) = promtext.select(single.scrape(),
                                            "lagsight_kafka_group_detail_series").values()
         assert sum(detail) == single_detail, (detail, single_detail)
+        # The unmapped job that commits is named in a warning by its shard alone, once.
+        warning = f'job \\"{unmapped.name}\\" commits offsets but no groups mapping names its group'
+        counts = [shard.log_file.read_text().count(warning) for shard in shards]
+        assert sorted(counts) == [0, 0, 1], counts
+        assert warning not in single.log_file.read_text()
