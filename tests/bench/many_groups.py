@@ -36,10 +36,12 @@ from kafka_broker import KafkaBroker, free_loopback_port  # noqa: E402
 from workload import create_topic, produce  # noqa: E402
 
 
-def commit_groups(bootstrap: str, topic: str, groups: int, partitions: int) -> None:
+def commit_groups(bootstrap: str, topic: str, groups: int, partitions: int,
+                  first: int = 0) -> None:
+    """Commits groups bench-<first> .. bench-<groups - 1>, group g at offset g % 50."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     pending = []
-    for g in range(groups):
+    for g in range(first, groups):
         request = ConsumerGroupTopicPartitions(
             f"bench-{g:05d}", [TopicPartition(topic, p, g % 50) for p in range(partitions)])
         pending.extend(admin.alter_consumer_group_offsets([request], request_timeout=60).values())
