@@ -99,8 +99,14 @@ def test_three_shards_export_what_one_instance_does(kafka_broker, start_lagsight
     jobs.append(JobSpec(name=f"{unique_prefix}-job-nogroup", topics=[shared], group=None,
                         start="earliest", checkpoint_ms=1000))
     # And one that commits to a group no mapping names (outside the group filter, so no
-    # instance reads the group): its shard warns that it cannot follow its group.
-    unmapped = JobSpec(name=f"{unique_prefix}-job-unmapped", topics=[own],
+    # instance reads the group): its shard warns that it cannot follow its group. It reads a
+    # topic of its own: on a topic the others read, its offsets could equal a group's that only
+    # some shards see, and it would be paired by offsets there and not elsewhere (the README's
+    # reason to map every job when sharding).
+    alone = f"{unique_prefix}.alone"
+    create_topic(bootstrap, alone, PARTITIONS)
+    produce(bootstrap, alone, [RECORDS] * PARTITIONS)
+    unmapped = JobSpec(name=f"{unique_prefix}-job-unmapped", topics=[alone],
                        group=f"unmapped-{unique_prefix}", checkpoint_ms=1000)
     jobs.append(unmapped)
     with FlinkJob("1.20", jobs, tmp_path / "flink", bootstrap=bootstrap) as flink:
