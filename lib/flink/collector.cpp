@@ -134,8 +134,11 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
   std::vector<JobOverview> live;
   for (JobOverview& job : *overviews) {
     if (IsTerminalJobState(job.state) || !cluster_.jobs.Accepts(job.name)) continue;
-    // Another shard's job: read where its group is (config::JobOwnerKey).
-    if (!cluster_.shard.Owns(config::JobOwnerKey(cluster_, job.name))) continue;
+    // Another shard's job: read where its group is (config::JobOwnerKey). Unsharded, the
+    // mappings' patterns are not run at all.
+    if (cluster_.shard.sharded() && !cluster_.shard.Owns(config::JobOwnerKey(cluster_, job.name))) {
+      continue;
+    }
     if (!IsFlinkId(job.id)) {
       snapshot.partial_errors.push_back("job \"" + Printable(job.id) + "\" (" +
                                         Printable(job.name) +
