@@ -20,7 +20,7 @@
 #include "app/source.h"
 #include "app/source_health.h"
 #include "app/source_plan.h"
-#include "http/gzip.h"
+#include "common/gzip_stream.h"
 #include "http/server.h"
 #include "metrics/findings_metrics.h"
 #include "metrics/process_metrics.h"
@@ -64,8 +64,7 @@ class Daemon {
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         server_(io_,
                 http::Endpoints{[this] { return exposition_; }, [this] { return Readiness(); },
-                                [this] { return Reload(); }, [this] { return status_page_; },
-                                [this] { return exposition_gzip_; }},
+                                [this] { return Reload(); }, [this] { return status_page_; }},
                 {}, options_.web_config_file) {}
 
   int Run(std::string config_text, ValidatedConfig initial) {
@@ -268,9 +267,10 @@ class Daemon {
 
   // Renders the exposition and the status page on a worker from immutable inputs, one render
   // at a time: a request while one runs is served by one more render when it ends, from the
-  // state of then. Every render holds its samples, text, gzip and page until it is published;
-  // several at once on the pool (a poll of each source ending together) multiplied the peak
-  // (heaptrack, 100,000 group-partitions: 157 MB of texts at the peak, ~35 MB each).
+  // state of then. Every render holds its samples, gzip and page until it is published; several
+  // at once on the pool (a poll of each source ending together) multiplied the peak (heaptrack,
+  // 100,000 group-partitions, before the text was compressed as it was built: 157 MB of texts at
+  // the peak, ~35 MB each).
   void RequestRender() {
     if (render_running_) {
       render_pending_ = true;
@@ -299,30 +299,28 @@ class Daemon {
   void Render(const std::vector<Source::Render>& renders, const analysis::Findings& findings,
               double now, bool reload_ok, double reload_time,
               std::vector<status::SourceStatus> sources, http::ConnectionCounts connections) {
-    metrics::FamilyBuilder builder;
-    metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
-    metrics::AppendShardMetrics(options_.shard.index, options_.shard.total, builder);
-    metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
-                                         connections.shed_for_any_client, connections.refused,
-                                         builder);
-    for (const Source::Render& render : renders) render(findings, now, builder);
-    metrics::AppendFindingsMetrics(findings, builder);
-    auto text = std::make_shared<const std::string>(std::move(builder).Render());
-    // Once per render, not per scrape: Prometheus asks for gzip every time. An exception
-    // escaping a pool handler would end the process: without a compressed form the
-    // scrape gets the text.
-    std::shared_ptr<const std::string> gzipped;
+    // Compressed while it is built, once per render rather than per scrape (Prometheus asks for
+    // gzip every time). zlib fails only without memory: that render is skipped, and the last
+    // exposition stays published. An exception escaping a pool handler would end the process.
+    std::shared_ptr<const GzippedText> exposition;
     try {
-      gzipped = std::make_shared<const std::string>(http::Gzip(*text));
-    } catch (const std::exception& error) {
-      spdlog::warn("gzip of the exposition failed, serving it uncompressed: {}", error.what());
+      metrics::FamilyBuilder builder;
+      metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
+      metrics::AppendShardMetrics(options_.shard.index, options_.shard.total, builder);
+      metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
+                                           connections.shed_for_any_client, connections.refused,
+                                           builder);
+      for (const Source::Render& render : renders) render(findings, now, builder);
+      metrics::AppendFindingsMetrics(findings, builder);
+      exposition = std::make_shared<const GzippedText>(std::move(builder).RenderGzip());
+    } catch (const std::runtime_error& error) {
+      spdlog::warn("rendering the exposition failed, the previous one stays published: {}",
+                   error.what());
     }
     auto page = std::make_shared<const std::string>(
         status::RenderStatusPage(findings, sources, kVersion, now));
-    asio::post(io_, [this, text = std::move(text), gzipped = std::move(gzipped),
-                     page = std::move(page)]() mutable {
-      exposition_ = std::move(text);
-      exposition_gzip_ = std::move(gzipped);
+    asio::post(io_, [this, exposition = std::move(exposition), page = std::move(page)]() mutable {
+      if (exposition) exposition_ = std::move(exposition);
       status_page_ = std::move(page);
       render_running_ = false;
       if (std::exchange(render_pending_, false) && !stopping_) RequestRender();
@@ -367,11 +365,10 @@ class Daemon {
   bool last_reload_successful_ = false;
   double last_reload_success_time_ = 0;
   bool stopping_ = false;
-  bool render_running_ = false;  // a render is on the pool
-  bool render_pending_ = false;  // ... and another was asked for meanwhile
-  std::shared_ptr<const std::string> exposition_ = std::make_shared<const std::string>();
-  std::shared_ptr<const std::string> exposition_gzip_;  // null until the first render
-  std::shared_ptr<const std::string> status_page_;      // null: the router serves its landing page
+  bool render_running_ = false;                     // a render is on the pool
+  bool render_pending_ = false;                     // ... and another was asked for meanwhile
+  std::shared_ptr<const GzippedText> exposition_;   // null until the first render
+  std::shared_ptr<const std::string> status_page_;  // null: the router serves its landing page
   // History and derived findings: analyzer_ is used only on analysis_; findings_, its latest
   // answer, only on the event loop.
   analysis::Analyzer analyzer_{config::DiagnosisConfig{}};

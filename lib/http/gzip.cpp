@@ -1,11 +1,9 @@
 #include "http/gzip.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <stdexcept>
+#include <string>
 
 namespace lagsight::http {
 namespace {
@@ -53,50 +51,6 @@ double Quality(std::string_view parameters) {
 }
 
 }  // namespace
-
-std::string Gzip(std::string_view text) {
-  // zlib counts a call's input and output in 32 bits: larger texts go in 1 GiB steps.
-  constexpr std::size_t kStep = std::size_t{1} << 30;
-  struct Deflater {
-    z_stream stream{};
-    bool initialised = false;
-    ~Deflater() {
-      if (initialised) deflateEnd(&stream);
-    }
-  } deflater;
-  z_stream& stream = deflater.stream;
-  // 15 + 16: the largest window, with a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("gzip: deflateInit2 failed");
-  }
-  deflater.initialised = true;
-  // The result is published and kept for as long as its exposition, so it must not hold more
-  // than it uses: a buffer of deflateBound() (more than the input) resized down kept its
-  // capacity, 113 MB for the 4.4 MB of a million series. An exposition compresses about 25
-  // times; start at a sixteenth, double when full, and trim at the end.
-  std::string out(text.size() / 16 + 1024, '\0');
-  std::size_t consumed = 0;
-  int result = Z_OK;
-  while (result != Z_STREAM_END) {
-    if (stream.avail_in == 0 && consumed < text.size()) {
-      const std::size_t step = std::min(kStep, text.size() - consumed);
-      stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + consumed));
-      stream.avail_in = static_cast<uInt>(step);
-      consumed += step;
-    }
-    const std::size_t produced = stream.total_out;
-    if (produced == out.size()) out.resize(out.size() * 2 + 64);
-    stream.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    stream.avail_out = static_cast<uInt>(std::min(kStep, out.size() - produced));
-    result = deflate(&stream, consumed == text.size() ? Z_FINISH : Z_NO_FLUSH);
-    if (result != Z_OK && result != Z_STREAM_END) {
-      throw std::runtime_error("gzip: deflate failed");
-    }
-  }
-  out.resize(stream.total_out);
-  out.shrink_to_fit();
-  return out;
-}
 
 bool AcceptsGzip(std::string_view accept_encoding) {
   bool star = false;

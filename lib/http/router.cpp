@@ -87,20 +87,20 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
                 readiness.ready ? "ready" : "not ready: " + readiness.detail);
   }
   constexpr const char* kExpositionType = "text/plain; version=0.0.4; charset=utf-8";
+  const std::shared_ptr<const GzippedText> exposition = endpoints.exposition();
+  if (!exposition) return MakeResponse(request, beast_http::status::ok, kExpositionType, nullptr);
+  // The member's bytes, shared with the published exposition (the aliasing constructor): no copy.
+  std::shared_ptr<const std::string> bytes(exposition, &exposition->bytes);
   const auto accept_encoding = request.find(beast_http::field::accept_encoding);
-  if (accept_encoding != request.end() && endpoints.exposition_gzip &&
-      AcceptsGzip(
-          std::string_view(accept_encoding->value().data(), accept_encoding->value().size()))) {
-    if (const std::shared_ptr<const std::string> gzipped = endpoints.exposition_gzip()) {
-      Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, gzipped);
-      response.set(beast_http::field::content_encoding, "gzip");
-      response.set(beast_http::field::vary, "Accept-Encoding");
-      return response;
-    }
-  }
-  const std::shared_ptr<const std::string> exposition = endpoints.exposition();
-  Response response = MakeResponse(request, beast_http::status::ok, kExpositionType, exposition);
-  if (endpoints.exposition_gzip) response.set(beast_http::field::vary, "Accept-Encoding");
+  const bool gzip = accept_encoding != request.end() &&
+                    AcceptsGzip(std::string_view(accept_encoding->value().data(),
+                                                 accept_encoding->value().size()));
+  Response response = MakeResponse(
+      request, beast_http::status::ok, kExpositionType,
+      gzip ? SharedTextBody::value_type(std::move(bytes))
+           : SharedTextBody::value_type::Gunzipped(std::move(bytes), exposition->text_size));
+  if (gzip) response.set(beast_http::field::content_encoding, "gzip");
+  response.set(beast_http::field::vary, "Accept-Encoding");
   return response;
 }
 

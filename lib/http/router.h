@@ -3,7 +3,7 @@
 //   GET  /          the status page (text/html, loads nothing from anywhere: a CSP says so);
 //                   the landing page linking /metrics until the first page is rendered
 //   GET  /metrics   the latest published exposition (never waits on a source), gzipped when
-//                   the client accepts gzip and a compressed form was published with it
+//                   the client accepts gzip, else inflated while it is sent
 //   GET  /healthz   200 while the process serves requests
 //   GET  /readyz    200 once every source completed its first poll, else 503
 //   POST /-/reload  re-read the configuration file
@@ -32,15 +32,15 @@ struct Readiness {
 
 // What the routes read from the rest of the daemon. All are called on the server's thread.
 struct Endpoints {
-  std::function<std::shared_ptr<const std::string>()> exposition;
+  // The latest exposition as one gzip member with the length of its text; null before the first
+  // render (an empty answer). Sent as it is to a client that takes gzip, inflated while it is
+  // sent to any other.
+  std::function<std::shared_ptr<const GzippedText>()> exposition;
   std::function<Readiness()> readiness;
   // Returns std::nullopt on success, else why the reload failed.
   std::function<std::optional<std::string>()> reload;
   // The latest rendered status page; null (or no function) before the first render.
   std::function<std::shared_ptr<const std::string>()> status_page;
-  // The same exposition compressed with Gzip, published with it; null (or no function) when
-  // there is none, and the text is sent as it is.
-  std::function<std::shared_ptr<const std::string>()> exposition_gzip;
 };
 
 Response Route(const Request& request, const Endpoints& endpoints);

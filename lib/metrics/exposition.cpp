@@ -65,7 +65,7 @@ void AppendValue(double value, std::string& out) {
 void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value) {
   Family& family = families_[def.name];
   family.def = &def;
-  std::string& out = family.samples;
+  std::string& out = family.pending;
   out += def.name;
   if (!labels.empty()) {
     out += '{';
@@ -84,16 +84,28 @@ void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value
   AppendValue(value, out);
   out += '\n';
   ++series_;
+  if (out.size() - family.dictionary >= kPieceBytes) Compress(family);
 }
 
-std::string FamilyBuilder::Render() && {
-  // Sized exactly: the text is published and kept while scrapes read it, and a guess too small
-  // for the HELP lines (64 bytes each, but HELP texts run to 250) made the last append double
-  // the buffer: heaptrack at 100,000 group-partitions found each published text holding twice
-  // its size.
-  std::vector<std::string> headers;
-  headers.reserve(families_.size());
+void FamilyBuilder::Compress(Family& family) {
+  std::string& pending = family.pending;
+  const std::string_view text(pending);
+  deflater_.Append(text.substr(family.dictionary), text.substr(0, family.dictionary),
+                   family.compressed);
+  constexpr std::size_t kWindow = 32 * 1024;
+  if (pending.size() > kWindow) pending.erase(0, pending.size() - kWindow);
+  family.dictionary = pending.size();
+}
+
+GzippedText FamilyBuilder::RenderGzip() && {
   std::size_t size = 0;
+  for (auto& [name, family] : families_) {
+    Compress(family);
+    std::string().swap(family.pending);
+    size += family.compressed.bytes.size();
+  }
+  std::vector<DeflatedRun> headers;
+  headers.reserve(families_.size());
   for (const auto& [name, family] : families_) {
     std::string header = "# HELP ";
     header += name;
@@ -104,18 +116,20 @@ std::string FamilyBuilder::Render() && {
     header += ' ';
     header += TypeName(family.def->type);
     header += '\n';
-    size += header.size() + family.samples.size();
-    headers.push_back(std::move(header));
+    deflater_.Append(header, {}, headers.emplace_back());
+    size += headers.back().bytes.size();
   }
-  std::string text;
-  text.reserve(size);
+  // Sized exactly: the member is published and kept while scrapes read it.
+  GzipJoiner joiner(size);
   auto header = headers.begin();
   for (auto& [name, family] : families_) {
-    text += *header++;
-    text += family.samples;
-    std::string().swap(family.samples);  // each family's part is freed once copied
+    joiner.Add(*header++);
+    joiner.Add(family.compressed);
+    std::string().swap(family.compressed.bytes);  // each family's part is freed once joined
   }
-  return text;
+  return std::move(joiner).Finish();
 }
+
+std::string FamilyBuilder::Render() && { return Gunzip(std::move(*this).RenderGzip().bytes); }
 
 }  // namespace lagsight::metrics

@@ -14,6 +14,7 @@
 
 #include "analysis/flink_join.h"
 #include "analysis/kafka_lag.h"
+#include "common/gzip_stream.h"
 #include "metrics/flink_metrics.h"
 #include "metrics/kafka_metrics.h"
 #include "metrics/process_metrics.h"
@@ -96,11 +97,19 @@ TEST_CASE("the exposition matches the golden file", "[metrics]") {
   CHECK(text == ReadText(golden));
 }
 
-TEST_CASE("the rendered text holds what it uses, no more", "[metrics]") {
+TEST_CASE("the published exposition holds what it uses, no more", "[metrics]") {
   // Published and kept while scrapes read it: a capacity twice the size doubled the memory.
   const kafka::KafkaSnapshot snapshot = SampleSnapshot();
-  const std::string text = Render({true, 0.25, 1700000100.0, 12, 1}, &snapshot);
-  CHECK(text.capacity() == text.size());
+  metrics::FamilyBuilder builder;
+  analysis::KafkaPoll poll;
+  poll.snapshot = std::make_shared<const kafka::KafkaSnapshot>(snapshot);
+  poll.lags =
+      std::make_shared<const std::vector<analysis::GroupLag>>(analysis::ComputeGroupLags(snapshot));
+  metrics::AppendKafkaMetrics("prod", {true, 0.25, 1700000100.0, 12, 1}, poll, nullptr, {},
+                              builder);
+  const GzippedText published = std::move(builder).RenderGzip();
+  CHECK(published.bytes.capacity() == published.bytes.size());
+  CHECK(published.text_size == Gunzip(published.bytes).size());
 }
 
 TEST_CASE("a failed poll serves health series only, no stale lag", "[metrics]") {
@@ -238,4 +247,41 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
 
   CHECK(builder.series() == 2 * values.size() + 1);
   CHECK(std::move(builder).Render() == prometheus::TextSerializer().Serialize(families));
+}
+
+TEST_CASE("families compressed in pieces as they grow read back as TextSerializer writes them",
+          "[metrics]") {
+  // Three families added to in turn, each many times kPieceBytes long: every family is
+  // compressed in many pieces, interleaved with the others', then joined in name order.
+  static constexpr metrics::MetricDef kLag{"b_lag", "Lag.", prometheus::MetricType::Gauge};
+  static constexpr metrics::MetricDef kOffset{"a_offset", "Offset.", prometheus::MetricType::Gauge};
+  static constexpr metrics::MetricDef kTotal{"c_total", "Total.", prometheus::MetricType::Counter};
+  metrics::FamilyBuilder builder;
+  std::map<std::string, prometheus::MetricFamily> oracle;
+  for (const metrics::MetricDef* def : {&kLag, &kOffset, &kTotal}) {
+    oracle[def->name] = {def->name, def->help, def->type, {}};
+  }
+  std::size_t text_bytes = 0;
+  for (int i = 0; text_bytes < 12 * metrics::FamilyBuilder::kPieceBytes; ++i) {
+    for (const metrics::MetricDef* def : {&kLag, &kOffset, &kTotal}) {
+      const metrics::Labels labels = {{"group", "group-" + std::to_string(i % 997)},
+                                      {"partition", std::to_string(i)}};
+      const double value = i * 7919.0 + (def == &kLag ? 0.5 : 0);
+      builder.Add(*def, labels, value);
+      prometheus::ClientMetric& sample = oracle[def->name].metric.emplace_back();
+      for (const auto& [name, label_value] : labels) sample.label.push_back({name, label_value});
+      (def->type == prometheus::MetricType::Counter ? sample.counter.value : sample.gauge.value) =
+          value;
+      text_bytes += 60;
+    }
+  }
+  std::vector<prometheus::MetricFamily> families;
+  for (auto& [name, family] : oracle) families.push_back(std::move(family));
+  const std::string expected = prometheus::TextSerializer().Serialize(families);
+  REQUIRE(expected.size() > 10 * metrics::FamilyBuilder::kPieceBytes);
+  const GzippedText published = std::move(builder).RenderGzip();
+  CHECK(published.text_size == expected.size());
+  CHECK(Gunzip(published.bytes) == expected);
+  // Compressed about as well as in one go.
+  CHECK(published.bytes.size() < Gzip(expected).bytes.size() * 11 / 10);
 }

@@ -1,11 +1,18 @@
-// Gzip of the exposition and the Accept-Encoding reading that decides when to send it.
+// Gzip written in pieces (the exposition) and the Accept-Encoding reading that decides when to
+// send it.
 #include "http/gzip.h"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/gzip_stream.h"
 
 namespace {
 
@@ -33,16 +40,23 @@ std::string Gunzip(const std::string& gzipped) {
 
 }  // namespace
 
+std::string Gzip(std::string_view text) { return lagsight::Gzip(text).bytes; }
+
+std::string Exposition(int lines, int seed = 0) {
+  std::string exposition;
+  for (int i = 0; i < lines; ++i) {
+    exposition += "lagsight_kafka_group_lag_records{kafka_cluster=\"prod\",group=\"g" +
+                  std::to_string((i + seed) % 50) + "\",topic=\"orders\",partition=\"" +
+                  std::to_string(i) + "\"} " + std::to_string((i + seed) * 7 % 1000) + "\n";
+  }
+  return exposition;
+}
+
 TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks", "[http]") {
-  using lagsight::http::Gzip;
   CHECK(Gunzip(Gzip("")).empty());
   CHECK(Gunzip(Gzip("lagsight_up 1\n")) == "lagsight_up 1\n");
-  std::string exposition;
-  for (int i = 0; i < 20000; ++i) {
-    exposition += "lagsight_kafka_group_lag_records{kafka_cluster=\"prod\",group=\"g" +
-                  std::to_string(i % 50) + "\",topic=\"orders\",partition=\"" + std::to_string(i) +
-                  "\"} " + std::to_string(i * 7 % 1000) + "\n";
-  }
+  CHECK(lagsight::Gzip("lagsight_up 1\n").text_size == 14);
+  const std::string exposition = Exposition(20000);
   const std::string gzipped = Gzip(exposition);
   CHECK(Gunzip(gzipped) == exposition);
   CHECK(gzipped.size() * 5 < exposition.size());
@@ -57,6 +71,48 @@ TEST_CASE("gzip: the bytes inflate back to the text, and an exposition shrinks",
     noise += static_cast<char>(state >> 24);
   }
   CHECK(Gunzip(Gzip(noise)) == noise);
+  CHECK(lagsight::Gunzip(Gzip(noise)) == noise);
+}
+
+TEST_CASE("gzip: runs compressed apart and in another order join into one member", "[http]") {
+  // As FamilyBuilder does: two texts compressed in pieces, interleaved, each piece starting from
+  // the end of the piece before it; joined text by text, each after a header compressed last.
+  const std::string first = Exposition(6000);
+  const std::string second = Exposition(9000, 13);
+  constexpr std::size_t kPiece = 20000;
+  lagsight::RunDeflater deflater;
+  lagsight::DeflatedRun first_run, second_run, first_header, second_header;
+  for (std::size_t at = 0; at < std::max(first.size(), second.size()); at += kPiece) {
+    for (auto [text, run] : {std::pair{&first, &first_run}, std::pair{&second, &second_run}}) {
+      if (at >= text->size()) continue;
+      const std::string_view all(*text);
+      deflater.Append(all.substr(at, kPiece), all.substr(0, at), *run);
+    }
+  }
+  deflater.Append("# HELP a\n", {}, first_header);
+  deflater.Append("# HELP b\n", {}, second_header);
+  lagsight::GzipJoiner joiner;
+  for (const auto* run : {&first_header, &first_run, &second_header, &second_run}) joiner.Add(*run);
+  const lagsight::GzippedText joined = std::move(joiner).Finish();
+
+  const std::string expected = "# HELP a\n" + first + "# HELP b\n" + second;
+  CHECK(Gunzip(joined.bytes) == expected);  // zlib's own reader: one member, nothing after it
+  CHECK(lagsight::Gunzip(joined.bytes) == expected);
+  CHECK(joined.text_size == expected.size());
+  // The pieces refer back into the piece before them: about the size of one stream.
+  const std::size_t one_stream = Gzip(expected).size();
+  CHECK(joined.bytes.size() < one_stream * 11 / 10);
+}
+
+TEST_CASE("gzip: a corrupt or cut member is an error, never garbage or a hang", "[http]") {
+  const std::string gzipped = Gzip(Exposition(3000));
+  CHECK_THROWS_AS(lagsight::Gunzip(gzipped.substr(0, gzipped.size() / 2)), std::runtime_error);
+  CHECK_THROWS_AS(lagsight::Gunzip(gzipped.substr(0, gzipped.size() - 4)), std::runtime_error);
+  std::string flipped = gzipped;
+  flipped[gzipped.size() / 2] = static_cast<char>(flipped[gzipped.size() / 2] ^ 0x55);
+  CHECK_THROWS_AS(lagsight::Gunzip(flipped), std::runtime_error);
+  CHECK_THROWS_AS(lagsight::Gunzip("not gzip at all"), std::runtime_error);
+  CHECK_THROWS_AS(lagsight::Gunzip(""), std::runtime_error);
 }
 
 TEST_CASE("gzip: Accept-Encoding admits gzip when listed without q=0", "[http]") {

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/gzip_stream.h"
 #include "http/gzip.h"
 #include "http/listen_address.h"
 
@@ -14,8 +15,24 @@ using lagsight::http::Readiness;
 using lagsight::http::Request;
 using lagsight::http::Route;
 
+// What a client receives: the body as Beast's serializer takes it from the body's writer, piece
+// by piece (a gunzipped body comes in many).
 std::string Body(const lagsight::http::Response& response) {
-  return response.body() ? *response.body() : std::string();
+  lagsight::http::SharedTextBody::writer writer(response.base(), response.body());
+  boost::beast::error_code error;
+  writer.init(error);
+  REQUIRE(!error);
+  std::string out;
+  while (const auto piece = writer.get(error)) {
+    out.append(static_cast<const char*>(piece->first.data()), piece->first.size());
+    if (!piece->second) break;
+  }
+  REQUIRE(!error);
+  return out;
+}
+
+std::shared_ptr<const lagsight::GzippedText> Published(const std::string& text) {
+  return std::make_shared<const lagsight::GzippedText>(lagsight::Gzip(text));
 }
 
 struct Fixture {
@@ -23,9 +40,8 @@ struct Fixture {
   int reloads = 0;
   std::optional<std::string> reload_failure;
   std::shared_ptr<const std::string> status_page;  // none rendered yet
-  std::shared_ptr<const std::string> gzipped =
-      std::make_shared<const std::string>(lagsight::http::Gzip("lagsight_up 1\n"));
-  Endpoints endpoints{[] { return std::make_shared<const std::string>("lagsight_up 1\n"); },
+  std::shared_ptr<const lagsight::GzippedText> exposition = Published("lagsight_up 1\n");
+  Endpoints endpoints{[this] { return exposition; },
                       [this] {
                         return Readiness{ready, "waiting for kafka cluster(s) prod"};
                       },
@@ -33,7 +49,7 @@ struct Fixture {
                         ++reloads;
                         return reload_failure;
                       },
-                      [this] { return status_page; }, [this] { return gzipped; }};
+                      [this] { return status_page; }};
 
   lagsight::http::Response Call(beast_http::verb verb, const std::string& target,
                                 const std::string& accept_encoding = "") {
@@ -60,9 +76,9 @@ TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus doe
   CHECK(gzipped.result() == beast_http::status::ok);
   CHECK(gzipped[beast_http::field::content_encoding] == "gzip");
   CHECK(gzipped[beast_http::field::vary] == "Accept-Encoding");
-  CHECK(Body(gzipped) == *f.gzipped);
+  CHECK(Body(gzipped) == f.exposition->bytes);
   // The published buffer itself, not a copy: a scrape of a million series copies nothing.
-  CHECK(gzipped.body() == f.gzipped);
+  CHECK(gzipped.body().bytes.get() == &f.exposition->bytes);
   CHECK(gzipped[beast_http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
 
   for (const char* refused : {"identity", "gzip;q=0", "br, deflate"}) {
@@ -75,13 +91,48 @@ TEST_CASE("/metrics is gzipped for a client that accepts gzip, as Prometheus doe
   // HEAD: the length of the gzipped body GET would send.
   const auto head = f.Call(beast_http::verb::head, "/metrics", "gzip");
   CHECK(Body(head).empty());
-  CHECK(head[beast_http::field::content_length] == std::to_string(f.gzipped->size()));
+  CHECK(head[beast_http::field::content_length] == std::to_string(f.exposition->bytes.size()));
 
-  // Nothing compressed published (yet): the text, whatever the client accepts.
-  f.gzipped = nullptr;
-  const auto none = f.Call(beast_http::verb::get, "/metrics", "gzip");
-  CHECK(none[beast_http::field::content_encoding].empty());
-  CHECK(Body(none) == "lagsight_up 1\n");
+  // Nothing published yet: an empty answer, whatever the client accepts.
+  f.exposition = nullptr;
+  for (const char* accepted : {"gzip", ""}) {
+    const auto none = f.Call(beast_http::verb::get, "/metrics", accepted);
+    CHECK(none.result() == beast_http::status::ok);
+    CHECK(none[beast_http::field::content_encoding].empty());
+    CHECK(Body(none).empty());
+    CHECK(none[beast_http::field::content_length] == "0");
+  }
+}
+
+TEST_CASE("/metrics inflates the published gzip piece by piece for a client without gzip",
+          "[http]") {
+  Fixture f;
+  // Several of the body's buffers long, and not a multiple of one.
+  std::string text;
+  for (int i = 0; text.size() < 5 * lagsight::http::SharedTextBody::kGunzipBufferBytes + 77; ++i) {
+    text += "lagsight_kafka_group_lag_records{group=\"g" + std::to_string(i % 97) +
+            "\",partition=\"" + std::to_string(i) + "\"} " + std::to_string(i * 31 % 1009) + "\n";
+  }
+  f.exposition = Published(text);
+  const auto plain = f.Call(beast_http::verb::get, "/metrics");
+  CHECK(plain[beast_http::field::content_length] == std::to_string(text.size()));
+  CHECK(Body(plain) == text);
+  const auto head = f.Call(beast_http::verb::head, "/metrics");
+  CHECK(head[beast_http::field::content_length] == std::to_string(text.size()));
+
+  // A member cut short ends the answer with an error instead of sending garbage.
+  auto cut = std::make_shared<lagsight::GzippedText>(*f.exposition);
+  cut->bytes.resize(cut->bytes.size() / 2);
+  f.exposition = cut;
+  const auto response = f.Call(beast_http::verb::get, "/metrics");
+  lagsight::http::SharedTextBody::writer writer(response.base(), response.body());
+  boost::beast::error_code error;
+  writer.init(error);
+  REQUIRE(!error);
+  std::size_t received = 0;
+  while (const auto piece = writer.get(error)) received += piece->first.size();
+  CHECK(error);
+  CHECK(received < text.size());
 }
 
 TEST_CASE("HEAD answers with the length and no body", "[http]") {

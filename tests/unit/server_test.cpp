@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/gzip_stream.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -28,14 +30,14 @@ using namespace std::chrono_literals;
 class RunningServer {
  public:
   RunningServer(lagsight::http::ServerLimits limits, std::size_t exposition_bytes = 16)
-      : exposition_(std::make_shared<const std::string>(exposition_bytes, 'x')),
+      : exposition_(std::make_shared<const lagsight::GzippedText>(
+            lagsight::Gzip(std::string(exposition_bytes, 'x')))),
         server_(context_,
                 lagsight::http::Endpoints{[this] { return exposition_; },
                                           [] {
                                             return lagsight::http::Readiness{true, ""};
                                           },
                                           [] { return std::optional<std::string>(); },
-                                          {},
                                           {}},
                 limits) {
     const auto error = server_.Listen({asio::ip::make_address("127.0.0.1"), 0});
@@ -64,7 +66,7 @@ class RunningServer {
  private:
   asio::io_context context_;
   asio::io_context client_context_;
-  std::shared_ptr<const std::string> exposition_;
+  std::shared_ptr<const lagsight::GzippedText> exposition_;
   lagsight::http::Server server_;
   tcp::endpoint endpoint_;
   std::thread loop_;
