@@ -98,34 +98,61 @@ void FamilyBuilder::Compress(Family& family) {
 }
 
 GzippedText FamilyBuilder::RenderGzip() && {
-  std::size_t size = 0;
+  // In name order. Families whose lines are all still pending (most are a few lines) are
+  // compressed together with their headers, in pieces of up to kPieceBytes that start from the
+  // text before them: each piece is a deflate block with its own code tables and a flush, and
+  // label names and values repeat from family to family. A piece per family compressed an
+  // 18 KB exposition to 8.8 KB instead of 5.
+  constexpr std::size_t kWindow = 32 * 1024;
+  std::string preceding;  // the last kWindow bytes of the text so far
+  std::string batch;      // text after `preceding` not compressed yet
+  std::vector<DeflatedRun> runs;
+  runs.reserve(2 * families_.size());
+  const auto keep = [&](std::string_view text) {
+    if (text.size() >= kWindow) {
+      preceding.assign(text.substr(text.size() - kWindow));
+    } else {
+      preceding += text;
+      if (preceding.size() > kWindow) preceding.erase(0, preceding.size() - kWindow);
+    }
+  };
+  const auto compress_batch = [&] {
+    if (batch.empty()) return;
+    deflater_.Append(batch, preceding, runs.emplace_back());
+    keep(batch);
+    batch.clear();
+  };
   for (auto& [name, family] : families_) {
-    Compress(family);
+    batch += "# HELP ";
+    batch += name;
+    batch += ' ';
+    AppendEscaped(family.def->help, false, batch);
+    batch += "\n# TYPE ";
+    batch += name;
+    batch += ' ';
+    batch += TypeName(family.def->type);
+    batch += '\n';
+    if (family.compressed.bytes.empty()) {
+      batch += family.pending;
+      if (batch.size() >= kPieceBytes) compress_batch();
+    } else {
+      // Its first piece was compressed as it was added, not knowing what comes before it: it
+      // refers to nothing there.
+      compress_batch();
+      Compress(family);
+      keep(family.pending);
+      runs.push_back(std::move(family.compressed));
+    }
     std::string().swap(family.pending);
-    size += family.compressed.bytes.size();
   }
-  std::vector<DeflatedRun> headers;
-  headers.reserve(families_.size());
-  for (const auto& [name, family] : families_) {
-    std::string header = "# HELP ";
-    header += name;
-    header += ' ';
-    AppendEscaped(family.def->help, false, header);
-    header += "\n# TYPE ";
-    header += name;
-    header += ' ';
-    header += TypeName(family.def->type);
-    header += '\n';
-    deflater_.Append(header, {}, headers.emplace_back());
-    size += headers.back().bytes.size();
-  }
+  compress_batch();
   // Sized exactly: the member is published and kept while scrapes read it.
+  std::size_t size = 0;
+  for (const DeflatedRun& run : runs) size += run.bytes.size();
   GzipJoiner joiner(size);
-  auto header = headers.begin();
-  for (auto& [name, family] : families_) {
-    joiner.Add(*header++);
-    joiner.Add(family.compressed);
-    std::string().swap(family.compressed.bytes);  // each family's part is freed once joined
+  for (DeflatedRun& run : runs) {
+    joiner.Add(run);
+    std::string().swap(run.bytes);  // each piece is freed once joined
   }
   return std::move(joiner).Finish();
 }
