@@ -80,7 +80,9 @@ struct KafkaClusterState {
   double requested_at = 0;
   std::map<kafka::TopicPartition, LogEndHistory> log_ends;
   std::map<std::string, GroupHistory> groups;
-  KafkaFindings findings;
+  // Shared with every Findings published until the next poll: copying it into each (once per
+  // Kafka and per Flink poll) held the per-partition lag in seconds twice.
+  std::shared_ptr<const KafkaFindings> findings = std::make_shared<const KafkaFindings>();
   std::vector<DiagnosisFinding> diagnosis;
 };
 
@@ -885,7 +887,7 @@ struct Analyzer::State {
                                       const kafka::KafkaSnapshot& snapshot,
                                       const std::vector<GroupLag>& lags, double now) {
     KafkaClusterState& cluster = kafka[cluster_name];
-    const GroupIndex index(snapshot, lags, cluster.findings);
+    const GroupIndex index(snapshot, lags, *cluster.findings);
     // Pairs of this cluster from the joins of every Flink cluster that is up.
     std::map<PairKey, PairInputs> pair_inputs;
     std::set<std::string> jobs_with_inputs;
@@ -983,7 +985,7 @@ struct Analyzer::State {
           continue;
         }
         PairFacts facts;
-        facts.cluster_mismatch = cluster.findings.cluster_mismatch;
+        facts.cluster_mismatch = cluster.findings->cluster_mismatch;
         facts.restarts_in_window = IncreaseOverWindow(
             job.samples, [](const JobSample& s) { return s.restarts; }, now, window());
         if (job.missing_since) {
@@ -1008,7 +1010,7 @@ struct Analyzer::State {
                          PairHistory(pair), facts, index, job));
       }
     }
-    for (const GroupFindings& group : cluster.findings.groups) {
+    for (const GroupFindings& group : cluster.findings->groups) {
       if (jobs_of_group.contains(group.group)) continue;
       const PairKey key{cluster_name, group.group, ""};
       const GroupLag* lag = GroupIndex::Find(index.lags, group.group);
@@ -1213,7 +1215,7 @@ struct Analyzer::State {
     // Flink poll), would make a healthy job's checkpoints look overdue.
     const double flink_known_at = KnownAt(flink_state.requested_at, now);
     PairFacts f;
-    f.cluster_mismatch = cluster.findings.cluster_mismatch;
+    f.cluster_mismatch = cluster.findings->cluster_mismatch;
     for (const config::CommitModeRule& rule : config.commit_modes) {
       if (!rule.job.FullMatch(job.name)) continue;
       f.stated_commit_mode = rule.mode;
@@ -1487,13 +1489,14 @@ std::shared_ptr<const Findings> Analyzer::ObserveKafka(const std::string& cluste
   if (view == sources.kafka.end() || view->second.snapshot == nullptr ||
       view->second.lags == nullptr) {
     state.up = false;
-    state.findings = {};
+    state.findings = std::make_shared<const KafkaFindings>();
     state.diagnosis.clear();
   } else {
     const kafka::KafkaSnapshot& snapshot = *view->second.snapshot;
     const std::vector<GroupLag>& lags = *view->second.lags;
     state_->RecordKafka(state, snapshot, lags, view->second.regressions, now);
-    state.findings = state_->FindKafka(state, snapshot, lags, now);
+    state.findings =
+        std::make_shared<const KafkaFindings>(state_->FindKafka(state, snapshot, lags, now));
     state.up = true;
   }
   // Every Flink cluster's joins read this cluster's offsets.

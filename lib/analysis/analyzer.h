@@ -127,7 +127,8 @@ struct DiagnosisFinding {
 };
 
 struct Findings {
-  std::map<std::string, KafkaFindings> kafka;  // clusters that are up
+  // Clusters that are up; shared with the analyzer until the cluster's next poll.
+  std::map<std::string, std::shared_ptr<const KafkaFindings>> kafka;
   std::map<std::string, FlinkFindings> flink;  // clusters that are up
   std::vector<DiagnosisFinding> diagnosis;     // sorted by cluster, group, job
 };

@@ -87,7 +87,7 @@ Source::Render KafkaSource::Renderer(const metrics::PollStatus& status) const {
     const auto cluster_findings = findings.kafka.find(name);
     const metrics::KafkaSeriesUse use = metrics::AppendKafkaMetrics(
         name, status, poll,
-        cluster_findings == findings.kafka.end() ? nullptr : &cluster_findings->second, series,
+        cluster_findings == findings.kafka.end() ? nullptr : cluster_findings->second.get(), series,
         out);
     if (poll.snapshot == nullptr) return;
     const std::size_t coarsened = use.pairs_to_topic + use.pairs_to_group;

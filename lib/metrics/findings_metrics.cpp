@@ -83,7 +83,7 @@ constexpr MetricDef kDiagnosisSince{"lagsight_diagnosis_since_timestamp_seconds"
 
 void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& builder) {
   for (const auto& [cluster, kafka] : findings.kafka) {
-    for (const analysis::GroupFindings& group : kafka.groups) {
+    for (const analysis::GroupFindings& group : kafka->groups) {
       const Labels group_labels{{"kafka_cluster", cluster}, {"group", group.group}};
       // The per-partition lag in seconds is the Kafka cluster's (kafka_metrics.cpp): its
       // granularity and budget decide about it.

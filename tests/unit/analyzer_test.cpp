@@ -244,7 +244,7 @@ TEST_CASE("Kafka-only: offsets of a group without members that near retention ar
   CHECK(World::CauseOf(*world.last_, "g") == Cause::kHealthy);
   world.Run(20, "g", "", [](int) {});
   CHECK(World::CauseOf(*world.last_, "g") == Cause::kOffsetsExpiring);
-  const auto& group = world.last_->kafka.at(kCluster).groups.at(0);
+  const auto& group = world.last_->kafka.at(kCluster)->groups.at(0);
   REQUIRE(group.offsets_expiry_seconds);
   CHECK(*group.offsets_expiry_seconds == Approx(60 - 49));
 }
@@ -269,7 +269,7 @@ TEST_CASE("a Flink job whose checkpoints commit every 10 s: sawtooth, long_check
       world.committed["enrich"] = world.log_end;
     }
   });
-  const auto& group = world.last_->kafka.at(kCluster).groups.at(0);
+  const auto& group = world.last_->kafka.at(kCluster)->groups.at(0);
   CHECK(group.sawtooth.detected);
   REQUIRE(group.sawtooth.period_seconds);
   CHECK(*group.sawtooth.period_seconds == Approx(10).epsilon(0.05));
