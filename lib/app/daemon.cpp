@@ -317,11 +317,18 @@ class Daemon {
       spdlog::warn("rendering the exposition failed, the previous one stays published: {}",
                    error.what());
     }
-    auto page = std::make_shared<const std::string>(
-        status::RenderStatusPage(findings, sources, kVersion, now));
+    // Kept gzipped, as the exposition: 5.2 MB of HTML at 2,000 groups.
+    std::shared_ptr<const GzippedText> page;
+    try {
+      page = std::make_shared<const GzippedText>(
+          Gzip(status::RenderStatusPage(findings, sources, kVersion, now)));
+    } catch (const std::runtime_error& error) {
+      spdlog::warn("rendering the status page failed, the previous one stays published: {}",
+                   error.what());
+    }
     asio::post(io_, [this, exposition = std::move(exposition), page = std::move(page)]() mutable {
       if (exposition) exposition_ = std::move(exposition);
-      status_page_ = std::move(page);
+      if (page) status_page_ = std::move(page);
       render_running_ = false;
       if (std::exchange(render_pending_, false) && !stopping_) RequestRender();
     });
@@ -368,7 +375,7 @@ class Daemon {
   bool render_running_ = false;                     // a render is on the pool
   bool render_pending_ = false;                     // ... and another was asked for meanwhile
   std::shared_ptr<const GzippedText> exposition_;   // null until the first render
-  std::shared_ptr<const std::string> status_page_;  // null: the router serves its landing page
+  std::shared_ptr<const GzippedText> status_page_;  // null: the router serves its landing page
   // History and derived findings: analyzer_ is used only on analysis_; findings_, its latest
   // answer, only on the event loop.
   analysis::Analyzer analyzer_{config::DiagnosisConfig{}};

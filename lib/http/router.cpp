@@ -44,6 +44,24 @@ Response Text(const Request& request, beast_http::status status, std::string bod
                       SharedText(std::move(body) + "\n"));
 }
 
+// A published gzip member: its bytes for a client that accepts gzip, else inflated while they
+// are sent. The bytes are shared with what was published (the aliasing constructor): no copy.
+Response Gzipped(const Request& request, std::string content_type,
+                 const std::shared_ptr<const GzippedText>& published) {
+  std::shared_ptr<const std::string> bytes(published, &published->bytes);
+  const auto accept_encoding = request.find(beast_http::field::accept_encoding);
+  const bool gzip = accept_encoding != request.end() &&
+                    AcceptsGzip(std::string_view(accept_encoding->value().data(),
+                                                 accept_encoding->value().size()));
+  Response response = MakeResponse(
+      request, beast_http::status::ok, std::move(content_type),
+      gzip ? SharedTextBody::value_type(std::move(bytes))
+           : SharedTextBody::value_type::Gunzipped(std::move(bytes), published->text_size));
+  if (gzip) response.set(beast_http::field::content_encoding, "gzip");
+  response.set(beast_http::field::vary, "Accept-Encoding");
+  return response;
+}
+
 Response RouteBody(const Request& request, const Endpoints& endpoints) {
   const std::string_view full_target(request.target().data(), request.target().size());
   const std::string_view path = full_target.substr(0, full_target.find('?'));
@@ -70,10 +88,11 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
     return response;
   }
   if (path == "/") {
-    const std::shared_ptr<const std::string> page =
+    const std::shared_ptr<const GzippedText> page =
         endpoints.status_page ? endpoints.status_page() : nullptr;
-    Response response = MakeResponse(request, beast_http::status::ok, "text/html; charset=utf-8",
-                                     page ? page : SharedText(kLandingPage));
+    Response response = page ? Gzipped(request, "text/html; charset=utf-8", page)
+                             : MakeResponse(request, beast_http::status::ok,
+                                            "text/html; charset=utf-8", SharedText(kLandingPage));
     // The page shows names from Kafka and Flink: even if one slipped through unescaped, the
     // browser runs no script and loads nothing from elsewhere.
     response.set("Content-Security-Policy", kStatusPagePolicy);
@@ -89,19 +108,7 @@ Response RouteBody(const Request& request, const Endpoints& endpoints) {
   constexpr const char* kExpositionType = "text/plain; version=0.0.4; charset=utf-8";
   const std::shared_ptr<const GzippedText> exposition = endpoints.exposition();
   if (!exposition) return MakeResponse(request, beast_http::status::ok, kExpositionType, nullptr);
-  // The member's bytes, shared with the published exposition (the aliasing constructor): no copy.
-  std::shared_ptr<const std::string> bytes(exposition, &exposition->bytes);
-  const auto accept_encoding = request.find(beast_http::field::accept_encoding);
-  const bool gzip = accept_encoding != request.end() &&
-                    AcceptsGzip(std::string_view(accept_encoding->value().data(),
-                                                 accept_encoding->value().size()));
-  Response response = MakeResponse(
-      request, beast_http::status::ok, kExpositionType,
-      gzip ? SharedTextBody::value_type(std::move(bytes))
-           : SharedTextBody::value_type::Gunzipped(std::move(bytes), exposition->text_size));
-  if (gzip) response.set(beast_http::field::content_encoding, "gzip");
-  response.set(beast_http::field::vary, "Accept-Encoding");
-  return response;
+  return Gzipped(request, kExpositionType, exposition);
 }
 
 }  // namespace
