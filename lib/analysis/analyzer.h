@@ -44,14 +44,20 @@
 namespace lagsight::analysis {
 
 struct PartitionLagSeconds {
-  std::string topic;
   std::int32_t partition = 0;
   LagSeconds value;
 };
 
+// The lags in seconds of one topic's partitions. The topic is named once rather than in every
+// partition's entry: 24 bytes a partition instead of 56, a million of them at issue 14's S3.
+struct TopicLagSeconds {
+  std::string topic;
+  std::vector<PartitionLagSeconds> partitions;  // those with a known lag in seconds, by number
+};
+
 struct GroupFindings {
   std::string group;
-  std::vector<PartitionLagSeconds> lag_seconds;
+  std::vector<TopicLagSeconds> lag_seconds;  // topics with any, in the group's lag order
   std::optional<double> max_lag_seconds;
   double last_commit_time = 0;  // unix seconds; see README "How the last commit is known"
   std::optional<double> offsets_expiry_seconds;  // groups without members, retention known

@@ -20,7 +20,7 @@
 
 namespace lagsight::analysis {
 
-enum class CommitPosition {
+enum class CommitPosition : std::uint8_t {
   kInRange,         // log_start <= committed <= log_end (or log start unknown)
   kNoCommit,        // the group has no committed offset for this partition
   kBeyondLogEnd,    // committed > log_end
@@ -28,12 +28,15 @@ enum class CommitPosition {
   kLogEndUnknown,   // the partition's log end could not be read in this poll
 };
 
+// One per partition of every topic a group committed on (a million at issue 14's S3): the two
+// optionals first, then the small fields together, 40 bytes rather than 48 with padding.
 struct PartitionLag {
-  std::int32_t partition = 0;
   std::optional<std::int64_t> committed;
   std::optional<std::int64_t> lag;
+  std::int32_t partition = 0;
   CommitPosition position = CommitPosition::kInRange;
 };
+static_assert(sizeof(PartitionLag) <= 40);
 
 struct TopicLag {
   std::string topic;

@@ -38,8 +38,6 @@ struct GroupDescription {
   std::set<std::string> assigned_topics;
 };
 
-using CommittedOffsets = std::map<TopicPartition, std::int64_t>;
-
 // Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);
 // last stable offset (the log end of read_committed readers).
 enum class OffsetSpec { kEarliest, kLatest, kLastStable };

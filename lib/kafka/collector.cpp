@@ -1,9 +1,12 @@
 #include "kafka/collector.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace lagsight::kafka {
 
@@ -209,7 +212,15 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     }
   }
 
+  // Where a slow poll spends its time, at debug level: listing, describing, committed offsets,
+  // log offsets and record timestamps grow differently with groups and partitions.
+  const auto phase_started = SteadyClock::now();
+  std::vector<std::pair<const char*, SteadyClock::time_point>> phases;
+  const auto phase_done = [&phases](const char* name) {
+    phases.emplace_back(name, SteadyClock::now());
+  };
   auto listed = admin_->ListGroups(deadline.NextRequest());
+  phase_done("list");
   if (!listed) return listed.error();
   std::vector<GroupListing> listings;
   for (GroupListing& listing : *listed) {
@@ -243,8 +254,10 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     }
   }
 
+  phase_done("describe");
   auto offsets = admin_->ListCommittedOffsets(ids, cluster_.max_concurrent_requests,
                                               deadline.NextRequest(), deadline.Left());
+  phase_done("committed offsets");
   std::set<std::string> topics;
   std::set<std::string> read_committed_topics;
   for (std::size_t i = 0; i < listings.size(); ++i) {
@@ -264,9 +277,13 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     if (described_ok) group.members = description->members;
     if (offsets[i]) {
       // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
-      group.committed = std::move(*offsets[i]);
-      std::erase_if(group.committed,
-                    [&](const auto& entry) { return !cluster_.topics.Accepts(entry.first.topic); });
+      CommittedOffsets::sequence_type entries = offsets[i]->extract_sequence();
+      entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                   [&](const auto& entry) {
+                                     return !cluster_.topics.Accepts(entry.first.topic);
+                                   }),
+                    entries.end());
+      group.committed.adopt_sequence(boost::container::ordered_unique_range, std::move(entries));
       for (const auto& [tp, offset] : group.committed) {
         topics.insert(tp.topic);
         if (group.read_committed) read_committed_topics.insert(tp.topic);
@@ -296,6 +313,7 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
           ReadLogOffsets(topics, read_committed_topics, *counts, deadline, *admin_, snapshot)) {
     return *failed;
   }
+  phase_done("log offsets");
 
   snapshot.cluster_id = admin_->ClusterId();
   if (cluster_.bootstrap_servers.size() <= 1) {
@@ -317,6 +335,17 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     AddExtraPositions(extra_reads, snapshot, wanted);
   }
   ReadRecordTimestamps(wanted, cluster_.request_timeout, deadline.Left() / 2, snapshot);
+  phase_done("record timestamps");
+  if (spdlog::should_log(spdlog::level::debug)) {
+    std::string times;
+    auto since = phase_started;
+    for (const auto& [name, at] : phases) {
+      times += fmt::format("{}{} {:.3f} s", times.empty() ? "" : ", ", name,
+                           std::chrono::duration<double>(at - since).count());
+      since = at;
+    }
+    spdlog::debug("kafka {}: poll of {} groups: {}", cluster_.name, ids.size(), times);
+  }
   if (deadline.Expired()) {
     return Error{"the poll took longer than poll_timeout (" +
                  std::to_string(cluster_.poll_timeout.count()) + "ms)"};

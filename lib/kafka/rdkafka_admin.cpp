@@ -477,9 +477,10 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
       results[index] = Error{rd_kafka_error_string(error)};
       continue;
     }
-    CommittedOffsets offsets;
+    CommittedOffsets::sequence_type entries;
     std::string partition_errors;
     const rd_kafka_topic_partition_list_t* partitions = rd_kafka_group_result_partitions(groups[0]);
+    if (partitions != nullptr) entries.reserve(static_cast<std::size_t>(partitions->cnt));
     for (int i = 0; partitions != nullptr && i < partitions->cnt; ++i) {
       const rd_kafka_topic_partition_t& p = partitions->elems[i];
       if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -488,11 +489,13 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
         continue;
       }
       // RD_KAFKA_OFFSET_INVALID (-1): no commit for this partition; leave it out.
-      if (p.offset >= 0) offsets[{p.topic, p.partition}] = p.offset;
+      if (p.offset >= 0) entries.emplace_back(TopicPartition{p.topic, p.partition}, p.offset);
     }
     if (!partition_errors.empty()) {
       results[index] = Error{"partition errors: " + partition_errors};
     } else {
+      CommittedOffsets offsets;
+      offsets.adopt_sequence(std::move(entries));  // sorts; Kafka names each partition once
       results[index] = std::move(offsets);
     }
   }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
+
 namespace lagsight::kafka {
 
 struct TopicPartition {
@@ -23,6 +25,14 @@ struct TopicPartition {
 
   friend auto operator<=>(const TopicPartition&, const TopicPartition&) = default;
 };
+
+// One group's committed offsets (the next offset the group would read), by partition: a sorted
+// vector, since a poll reads every group's whole map at once and changes none of it afterwards.
+// 48 bytes an entry, against 96 for a std::map node (its 80 bytes and malloc's header); a group
+// holds one entry per partition it committed on, a million at issue 14's largest scale. Build
+// it unsorted in a sequence_type and adopt_sequence it (one sort), not entry by entry (a shift
+// each).
+using CommittedOffsets = boost::container::flat_map<TopicPartition, std::int64_t>;
 
 // How the group is coordinated: "classic" (JoinGroup protocol with members), "simple" (only
 // offset commits, no membership: Flink's KafkaSource, manual assign()), "consumer" (KIP-848).
@@ -44,9 +54,8 @@ struct ConsumerGroup {
   std::string state;  // Kafka's state in snake case: stable, empty, preparing_rebalance, ...
   GroupKind kind = GroupKind::kClassic;
   std::optional<int> members;  // unknown where the broker does not describe the group to us
-  // Committed offsets (the next offset the group would read), of every partition the group
-  // committed on, assigned or not.
-  std::map<TopicPartition, std::int64_t> committed;
+  // Committed offsets of every partition the group committed on, assigned or not.
+  CommittedOffsets committed;
   bool offsets_known = true;  // false when reading this group's offsets failed in this poll
   // Its consumers read with isolation.level=read_committed, as configured
   // (read_committed_groups): its lag ends at the last stable offset.

@@ -151,7 +151,8 @@ config::SeriesLevel ConfiguredLevel(const config::KafkaSeriesConfig& series,
 // One group-topic pair of the poll, in the order it is rendered.
 struct PairPlan {
   const analysis::TopicLag* topic = nullptr;
-  std::vector<const analysis::PartitionLagSeconds*> lag_seconds;  // empty when switched off
+  // None when switched off, or when no partition of the pair has one.
+  const std::vector<analysis::PartitionLagSeconds>* lag_seconds = nullptr;
   config::SeriesLevel level = config::SeriesLevel::kPartition;
   std::size_t partition_series = 0;  // what partition level adds to topic level
 };
@@ -189,11 +190,11 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
       pair.level = series.granularity.empty() ? config::SeriesLevel::kPartition
                                               : ConfiguredLevel(series, group.group, topic.topic);
       if (found != group_findings.end()) {
-        for (const analysis::PartitionLagSeconds& seconds : found->second->lag_seconds) {
-          if (seconds.topic == topic.topic) pair.lag_seconds.push_back(&seconds);
+        for (const analysis::TopicLagSeconds& seconds : found->second->lag_seconds) {
+          if (seconds.topic == topic.topic) pair.lag_seconds = &seconds.partitions;
         }
       }
-      pair.partition_series = pair.lag_seconds.size();
+      pair.partition_series = pair.lag_seconds != nullptr ? pair.lag_seconds->size() : 0;
       for (const analysis::PartitionLag& partition : topic.partitions) {
         if (partition.position == analysis::CommitPosition::kNoCommit) {
           ++pair.partition_series;  // lagsight_kafka_group_partition_uncommitted
@@ -294,8 +295,7 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
     if (group.max_lag) out.Add(kSumLag, group_labels, static_cast<double>(lag_sum));
     for (const analysis::TopicLag& topic : group.topics) {
       const config::SeriesLevel level = (pair++)->level;
-      const std::vector<const analysis::PartitionLagSeconds*>& lag_seconds =
-          std::prev(pair)->lag_seconds;
+      const std::vector<analysis::PartitionLagSeconds>* lag_seconds = std::prev(pair)->lag_seconds;
       Labels topic_labels = group_labels;
       topic_labels.emplace_back("topic", topic.topic);
       if (level != config::SeriesLevel::kGroup) {
@@ -326,15 +326,15 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
           out.Add(kOutOfRange, flagged, 1);
         }
       }
-      if (!per_partition) continue;
-      for (const analysis::PartitionLagSeconds* seconds : lag_seconds) {
+      if (!per_partition || lag_seconds == nullptr) continue;
+      for (const analysis::PartitionLagSeconds& seconds : *lag_seconds) {
         out.Add(kLagSeconds,
                 {{"kafka_cluster", cluster},
                  {"group", group.group},
-                 {"topic", seconds->topic},
-                 {"partition", std::to_string(seconds->partition)},
-                 {"method", analysis::LagSecondsMethodName(seconds->value.method)}},
-                seconds->value.seconds);
+                 {"topic", topic.topic},
+                 {"partition", std::to_string(seconds.partition)},
+                 {"method", analysis::LagSecondsMethodName(seconds.value.method)}},
+                seconds.value.seconds);
       }
     }
   }

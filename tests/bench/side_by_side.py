@@ -8,8 +8,11 @@ has a lag. Then runs each exporter alone on that same broker state and prints on
   (lagsight_kafka_poll_duration_seconds, the median of its polls); the peers read Kafka while they
   are scraped, so for them it is the scrape's duration;
 - scrape: the median time of a whole /metrics answer, asked as Prometheus asks (gzip accepted);
-- RSS after the run and at its peak (VmRSS, VmHWM), and CPU: a share of one core over a window
-  with one refresh and one scrape every `--interval` seconds (the idle cost of a deployment);
+- RSS over a window with one refresh and one scrape every `--interval` seconds (the idle cost of
+  a deployment): VmRSS sampled every quarter second, its median (steady) and its maximum (every
+  exporter's own refresh falls in the window: the peers' scrapes, lagsight's polls), and the
+  process's peak since it started (VmHWM, its first read of the cluster included);
+- CPU over that window, as a share of one core;
 - series and bytes of one exposition (uncompressed, and as sent);
 - agreement: per-partition lags of the bench groups equal to lagsight's, out of lagsight's.
 
@@ -33,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -73,8 +77,9 @@ class Exporter:
 class Result:
     refresh_s: list[float] = field(default_factory=list)
     scrape_s: list[float] = field(default_factory=list)
-    rss_mb: float = 0.0
-    peak_rss_mb: float = 0.0
+    rss_mb: float = 0.0         # median over the window
+    window_max_rss_mb: float = 0.0
+    peak_rss_mb: float = 0.0    # since the start (VmHWM)
     cpu_share: float = 0.0
     series: int = 0
     bytes_plain: int = 0
@@ -229,13 +234,27 @@ def run(exporter: Exporter, bootstrap: str, work: Path, scrapes: int, interval: 
                        if labels.get(exporter.group_label, "").startswith(prefix)}
         # The idle cost: one scrape per interval over the window (lagsight polls at that
         # interval on its own; the peers refresh when scraped).
+        # The resident size is sampled through the window, not read once: a single reading
+        # lands wherever it lands in the exporter's cycle.
+        rss_samples: list[float] = []
+        window_over = threading.Event()
+
+        def sample_rss() -> None:
+            while not window_over.wait(0.25):
+                rss_samples.append(rss_mb(process.pid))
+
+        sampler = threading.Thread(target=sample_rss, daemon=True)
         cpu_before, wall_before = cpu_seconds(process.pid), time.monotonic()
+        sampler.start()
         while time.monotonic() - wall_before < window:
             scrape(port)
             time.sleep(max(0.0, interval - (time.monotonic() - wall_before) % interval))
         result.cpu_share = (cpu_seconds(process.pid) - cpu_before) / (time.monotonic() -
                                                                       wall_before)
-        result.rss_mb = rss_mb(process.pid)
+        window_over.set()
+        sampler.join()
+        result.rss_mb = statistics.median(rss_samples)
+        result.window_max_rss_mb = max(rss_samples)
         result.peak_rss_mb = rss_mb(process.pid, "VmHWM")
     finally:
         process.terminate()
@@ -249,15 +268,16 @@ def run(exporter: Exporter, bootstrap: str, work: Path, scrapes: int, interval: 
 
 
 def table(rows: list[tuple[str, str, int, Result, int, int]]) -> str:
-    lines = ["| scale | exporter | refresh (median) | scrape (median) | RSS (peak) | CPU at the "
+    lines = ["| scale | exporter | refresh (median) | scrape (median) | RSS median, max in "
+             "window (peak since start) | CPU at the "
              "interval | series | exposition (sent) | lags equal to lagsight's, of those "
              "either reports |",
              "|---|---|---|---|---|---|---|---|---|"]
     for scale, name, group_partitions, r, equal, total in rows:
         lines.append(
             f"| {scale} ({group_partitions:,}) | {name} | {statistics.median(r.refresh_s):.3f} s | "
-            f"{statistics.median(r.scrape_s) * 1000:.0f} ms | {r.rss_mb:.0f} MB "
-            f"({r.peak_rss_mb:.0f}) | {r.cpu_share * 100:.1f} % | {r.series:,} | "
+            f"{statistics.median(r.scrape_s) * 1000:.0f} ms | {r.rss_mb:.0f} MB, "
+            f"{r.window_max_rss_mb:.0f} ({r.peak_rss_mb:.0f}) | {r.cpu_share * 100:.1f} % | {r.series:,} | "
             f"{r.bytes_plain / 1e6:.1f} MB ({r.bytes_sent / 1e6:.1f} MB) | {equal:,} / {total:,} |")
     return "\n".join(lines)
 

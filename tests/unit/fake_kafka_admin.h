@@ -59,12 +59,13 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
       std::chrono::milliseconds) override {
     max_in_flight_seen = max_in_flight;
     std::vector<Result<kafka::CommittedOffsets>> out;
+    out.reserve(ids.size());
     for (const std::string& id : ids) {
       offset_ids.push_back(id);
       if (committed_errors.contains(id)) {
-        out.push_back(Error{committed_errors.at(id)});
+        out.emplace_back(Error{committed_errors.at(id)});
       } else {
-        out.push_back(committed.contains(id) ? committed.at(id) : kafka::CommittedOffsets{});
+        out.emplace_back(committed.contains(id) ? committed.at(id) : kafka::CommittedOffsets{});
       }
     }
     return out;

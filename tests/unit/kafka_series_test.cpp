@@ -42,10 +42,13 @@ analysis::KafkaFindings LagSecondsOfBig() {
   analysis::KafkaFindings findings;
   analysis::GroupFindings big;
   big.group = "big";
+  analysis::TopicLagSeconds events{"events", {}};
   for (int p = 0; p < 7; ++p) {
-    big.lag_seconds.push_back({"events", p, {12.5, analysis::LagSecondsMethod::kRecordTimestamp}});
+    events.partitions.push_back({p, {12.5, analysis::LagSecondsMethod::kRecordTimestamp}});
   }
-  big.lag_seconds.push_back({"audit", 0, {3, analysis::LagSecondsMethod::kRecordTimestamp}});
+  big.lag_seconds.push_back(events);
+  big.lag_seconds.push_back(
+      {"audit", {{0, {3, analysis::LagSecondsMethod::kRecordTimestamp}}}});
   findings.groups.push_back(big);
   return findings;
 }

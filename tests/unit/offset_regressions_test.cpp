@@ -9,7 +9,7 @@ using namespace lagsight;
 namespace {
 
 kafka::KafkaSnapshot With(
-    std::vector<std::pair<std::string, std::map<kafka::TopicPartition, std::int64_t>>> groups) {
+    std::vector<std::pair<std::string, kafka::CommittedOffsets>> groups) {
   kafka::KafkaSnapshot snapshot;
   for (auto& [id, committed] : groups) {
     kafka::ConsumerGroup group;
