@@ -135,6 +135,31 @@ std::size_t GzipReader::Read(char* out, std::size_t capacity) {
   return written;
 }
 
+void GzipWriter::CompressIfFull() {
+  constexpr std::size_t kPieceBytes = 64 * 1024;
+  if (pending_.size() >= kPieceBytes) Compress();
+}
+
+void GzipWriter::Compress() {
+  constexpr std::size_t kWindow = 32 * 1024;
+  deflater_.Append(pending_, preceding_, run_);
+  const std::string_view written(pending_);
+  if (written.size() >= kWindow) {
+    preceding_.assign(written.substr(written.size() - kWindow));
+  } else {
+    preceding_ += written;
+    if (preceding_.size() > kWindow) preceding_.erase(0, preceding_.size() - kWindow);
+  }
+  pending_.clear();
+}
+
+GzippedText GzipWriter::Finish() && {
+  if (!pending_.empty()) Compress();
+  GzipJoiner joiner(run_.bytes.size());
+  joiner.Add(run_);
+  return std::move(joiner).Finish();
+}
+
 GzippedText Gzip(std::string_view text) {
   DeflatedRun run;
   RunDeflater().Append(text, {}, run);

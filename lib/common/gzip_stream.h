@@ -89,6 +89,25 @@ class GzipReader {
   bool done_ = false;
 };
 
+// One gzip member from a text written a piece at a time: the writer appends to text(), and calls
+// CompressIfFull() now and then (between rows, say), which compresses what has gathered once it
+// is a piece (64 KiB). A long text (the status page at 20,000 groups: 52 MB of HTML, its whole
+// size at the peak of a render) is then never whole in memory.
+class GzipWriter {
+ public:
+  std::string& text() { return pending_; }
+  void CompressIfFull();                      // throws std::runtime_error when zlib fails
+  GzippedText Finish() &&;                    // likewise
+
+ private:
+  void Compress();
+
+  RunDeflater deflater_;
+  DeflatedRun run_;
+  std::string pending_;    // written, not compressed yet
+  std::string preceding_;  // the last 32 KiB compressed: the next piece refers back into it
+};
+
 // `text` as one gzip member.
 GzippedText Gzip(std::string_view text);
 

@@ -235,11 +235,20 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   ids.reserve(listings.size());
   for (const GroupListing& listing : listings) ids.push_back(listing.id);
 
+  // A simple group (offsets committed without a protocol: every Flink KafkaSource's) has no
+  // members and no assignments: describing it says nothing the listing did not, unless the
+  // broker is too old (before ListGroups v4, Kafka 2.6) to list states. It took 2 s of a 4.5 s
+  // poll at 20,000 such groups.
+  std::vector<std::string> described_ids;
+  for (const GroupListing& listing : listings) {
+    if (!listing.simple || listing.state == "unknown") described_ids.push_back(listing.id);
+  }
   std::map<std::string, GroupDescription> descriptions;
-  for (std::size_t begin = 0; begin < ids.size(); begin += kDescribeBatch) {
+  for (std::size_t begin = 0; begin < described_ids.size(); begin += kDescribeBatch) {
     const std::vector<std::string> batch(
-        ids.begin() + static_cast<std::ptrdiff_t>(begin),
-        ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), begin + kDescribeBatch)));
+        described_ids.begin() + static_cast<std::ptrdiff_t>(begin),
+        described_ids.begin() +
+            static_cast<std::ptrdiff_t>(std::min(described_ids.size(), begin + kDescribeBatch)));
     auto described = admin_->DescribeGroups(batch, deadline.NextRequest());
     if (!described) {
       snapshot.partial_errors.push_back(described.error().message);
@@ -275,6 +284,7 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     group.kind = KindOf(listing, description);
     group.state = described_ok ? description->state : listing.state;
     if (described_ok) group.members = description->members;
+    if (listing.simple && description == nullptr) group.members = 0;  // not described
     if (offsets[i]) {
       // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
       CommittedOffsets::sequence_type entries = offsets[i]->extract_sequence();

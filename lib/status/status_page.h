@@ -16,6 +16,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/diagnosis.h"
+#include "common/gzip_stream.h"
 
 namespace lagsight::status {
 
@@ -34,6 +35,13 @@ struct SourceStatus {
 enum class Severity { kCritical, kWarning, kNeutral, kHealthy };
 Severity SeverityOf(analysis::Cause cause);
 
+// The page as one gzip member, compressed while it is written (the daemon publishes this).
+// Throws std::runtime_error when zlib fails (out of memory).
+GzippedText RenderStatusPageGzip(const analysis::Findings& findings,
+                                 const std::vector<SourceStatus>& sources,
+                                 std::string_view version, double now);
+
+// The same page as text, for tests and tools.
 std::string RenderStatusPage(const analysis::Findings& findings,
                              const std::vector<SourceStatus>& sources, std::string_view version,
                              double now);

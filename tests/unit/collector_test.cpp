@@ -104,7 +104,8 @@ TEST_CASE("filters apply before anything is fetched", "[kafka]") {
   const auto snapshot = collector.Poll();
   REQUIRE(snapshot.ok());
 
-  CHECK(f.admin->described_ids == std::vector<std::string>{"app", "flink-job", "kip848"});
+  // flink-job is listed simple: nothing to describe (no members, no assignment).
+  CHECK(f.admin->described_ids == std::vector<std::string>{"app", "kip848"});
   CHECK(f.admin->offset_ids == std::vector<std::string>{"app", "flink-job", "kip848"});
   CHECK(f.admin->max_in_flight_seen == 3);
   // Only partitions of consumed, accepted topics: not __internal, not unrelated.
@@ -157,6 +158,25 @@ TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cann
   CHECK(by_id.at("kip848")->state == "stable");  // from the listing
   CHECK_FALSE(by_id.at("kip848")->members.has_value());
   CHECK(snapshot->partial_errors.empty());  // not-found is a kind, not an error
+}
+
+TEST_CASE("a simple group is described only when the listing could not name its state",
+          "[kafka]") {
+  Fixture f;
+  Collector collector = f.Make();
+  f.Script();
+  // A broker before Kafka 2.6 lists no states (ListGroups v3): librdkafka says "unknown".
+  f.admin->listings.push_back({"old-broker-job", "unknown", true});
+  f.admin->descriptions["old-broker-job"] = {"old-broker-job", "empty", true, 0, false,
+                                             std::nullopt,     {}};
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  CHECK(f.admin->described_ids ==
+        std::vector<std::string>{"app", "console-consumer-1", "kip848", "old-broker-job"});
+  for (const auto& group : snapshot->groups) {
+    if (group.id == "old-broker-job") CHECK(group.state == "empty");
+    if (group.id == "flink-job") CHECK(group.state == "empty");  // the listing's
+  }
 }
 
 TEST_CASE("a cluster that cannot list its groups fails the poll", "[kafka]") {

@@ -104,6 +104,28 @@ TEST_CASE("gzip: runs compressed apart and in another order join into one member
   CHECK(joined.bytes.size() < one_stream * 11 / 10);
 }
 
+TEST_CASE("gzip: a text written row by row is compressed a piece at a time", "[http]") {
+  // As the status page is written: rows appended, CompressIfFull between them.
+  const std::string text = Exposition(30000);  // ~2.6 MB: about 40 pieces
+  lagsight::GzipWriter writer;
+  std::size_t largest_pending = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at) + 1, text.size());
+    writer.text().append(text, at, end - at);
+    at = end;
+    largest_pending = std::max(largest_pending, writer.text().size());
+    writer.CompressIfFull();
+  }
+  const lagsight::GzippedText gzipped = std::move(writer).Finish();
+  CHECK(Gunzip(gzipped.bytes) == text);
+  CHECK(gzipped.text_size == text.size());
+  // Never more than a piece and a row uncompressed, and about the size of one stream.
+  CHECK(largest_pending < 64 * 1024 + 200);
+  CHECK(gzipped.bytes.size() < Gzip(text).size() * 11 / 10);
+  // Nothing written: an empty member, still valid gzip.
+  CHECK(Gunzip(lagsight::GzipWriter().Finish().bytes).empty());
+}
+
 TEST_CASE("gzip: a corrupt or cut member is an error, never garbage or a hang", "[http]") {
   const std::string gzipped = Gzip(Exposition(3000));
   CHECK_THROWS_AS(lagsight::Gunzip(gzipped.substr(0, gzipped.size() / 2)), std::runtime_error);
