@@ -6,9 +6,8 @@
 #include <tuple>
 #include <utility>
 
-#include <boost/container/flat_map.hpp>
-
 #include "analysis/history.h"
+#include "analysis/standing.h"
 
 namespace lagsight::analysis {
 namespace {
@@ -53,14 +52,6 @@ struct GroupSample {
   std::int64_t log_end_sum = 0;
 };
 
-// Since when a partition's offset (a group's committed offset, or a job's position) stands.
-struct Standing {
-  std::int64_t offset = 0;
-  double since = 0;
-};
-// By partition, sorted in one vector (56 bytes an entry; a std::map node took 96 with malloc's
-// header), like kafka::CommittedOffsets, whose keys it follows.
-using StandingOffsets = boost::container::flat_map<kafka::TopicPartition, Standing>;
 
 struct GroupHistory {
   ThinningSeries<GroupSample> samples;
@@ -1174,35 +1165,6 @@ struct Analyzer::State {
       }
     }
     return total;
-  }
-
-  // Updates since when each offset stands: `standing` ends with the keys of `offsets` (a sorted
-  // map of partition -> offset). In place while the partitions stay the same, as they do poll
-  // after poll; rebuilt, one group's worth at a time, when they change.
-  template <typename SortedOffsets>
-  static void UpdateStanding(StandingOffsets& standing, const SortedOffsets& offsets,
-                             double now) {
-    const bool same_partitions =
-        standing.size() == offsets.size() &&
-        std::equal(standing.begin(), standing.end(), offsets.begin(),
-                   [](const auto& a, const auto& b) { return a.first == b.first; });
-    if (same_partitions) {
-      auto at = standing.begin();
-      for (const auto& [tp, offset] : offsets) {
-        if (at->second.offset != offset) at->second = Standing{offset, now};
-        ++at;
-      }
-      return;
-    }
-    StandingOffsets::sequence_type updated;
-    updated.reserve(offsets.size());
-    auto at = standing.begin();
-    for (const auto& [tp, offset] : offsets) {
-      while (at != standing.end() && at->first < tp) ++at;
-      const bool stood = at != standing.end() && at->first == tp && at->second.offset == offset;
-      updated.emplace_back(tp, stood ? at->second : Standing{offset, now});
-    }
-    standing.adopt_sequence(boost::container::ordered_unique_range, std::move(updated));
   }
 
   // The partitions that stood for `after` seconds while records waited on them (`waiting`) and
