@@ -52,7 +52,6 @@ struct GroupSample {
   std::int64_t log_end_sum = 0;
 };
 
-
 struct GroupHistory {
   ThinningSeries<GroupSample> samples;
   std::vector<CommitEvent> commits;
@@ -1170,8 +1169,8 @@ struct Analyzer::State {
   // The partitions that stood for `after` seconds while records waited on them (`waiting`) and
   // some other partition moved meanwhile.
   static std::vector<kafka::TopicPartition> StuckPartitions(
-      const StandingOffsets& standing,
-      const std::set<kafka::TopicPartition>& waiting, double now, double after) {
+      const StandingOffsets& standing, const std::set<kafka::TopicPartition>& waiting, double now,
+      double after) {
     std::vector<kafka::TopicPartition> stuck;
     const bool another_moved = std::ranges::any_of(
         standing, [&](const auto& entry) { return now - entry.second.since < after; });

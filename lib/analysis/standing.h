@@ -6,10 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/container/flat_map.hpp>
 #include <cstdint>
 #include <utility>
-
-#include <boost/container/flat_map.hpp>
 
 #include "kafka/snapshot.h"
 

@@ -266,16 +266,16 @@ class Daemon {
       auto findings = running->source->Observe(analyzer_, view, now);
       // The source goes back with the findings: if a reload dropped it meanwhile, it is
       // destroyed on the event loop, whose objects (timers, HTTP clients) it may own.
-      asio::post(io_, [this, running = std::move(running), started,
-                       findings = std::move(findings)] {
-        if (stopping_) return;
-        if (findings) findings_ = findings;
-        const auto still = sources_.find({running->source->kind(), running->source->name()});
-        if (still != sources_.end() && still->second == running) {
-          ScheduleNextPoll(running, started + running->source->poll_interval());
-        }
-        RequestRender();
-      });
+      asio::post(
+          io_, [this, running = std::move(running), started, findings = std::move(findings)] {
+            if (stopping_) return;
+            if (findings) findings_ = findings;
+            const auto still = sources_.find({running->source->kind(), running->source->name()});
+            if (still != sources_.end() && still->second == running) {
+              ScheduleNextPoll(running, started + running->source->poll_interval());
+            }
+            RequestRender();
+          });
     });
   }
 

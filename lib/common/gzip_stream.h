@@ -96,8 +96,8 @@ class GzipReader {
 class GzipWriter {
  public:
   std::string& text() { return pending_; }
-  void CompressIfFull();                      // throws std::runtime_error when zlib fails
-  GzippedText Finish() &&;                    // likewise
+  void CompressIfFull();    // throws std::runtime_error when zlib fails
+  GzippedText Finish() &&;  // likewise
 
  private:
   void Compress();

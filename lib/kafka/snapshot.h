@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/container/flat_map.hpp>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/container/flat_map.hpp>
 
 namespace lagsight::kafka {
 

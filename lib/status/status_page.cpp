@@ -527,8 +527,8 @@ std::string EscapeHtml(std::string_view text) {
 }
 
 GzippedText RenderStatusPageGzip(const analysis::Findings& findings,
-                                 const std::vector<SourceStatus>& sources,
-                                 std::string_view version, double now) {
+                                 const std::vector<SourceStatus>& sources, std::string_view version,
+                                 double now) {
   std::vector<const DiagnosisFinding*> rows;
   rows.reserve(findings.diagnosis.size());
   int counts[4] = {0, 0, 0, 0};

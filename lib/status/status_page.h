@@ -38,8 +38,8 @@ Severity SeverityOf(analysis::Cause cause);
 // The page as one gzip member, compressed while it is written (the daemon publishes this).
 // Throws std::runtime_error when zlib fails (out of memory).
 GzippedText RenderStatusPageGzip(const analysis::Findings& findings,
-                                 const std::vector<SourceStatus>& sources,
-                                 std::string_view version, double now);
+                                 const std::vector<SourceStatus>& sources, std::string_view version,
+                                 double now);
 
 // The same page as text, for tests and tools.
 std::string RenderStatusPage(const analysis::Findings& findings,

@@ -160,8 +160,7 @@ TEST_CASE("group kinds: simple, classic, and KIP-848 groups the classic API cann
   CHECK(snapshot->partial_errors.empty());  // not-found is a kind, not an error
 }
 
-TEST_CASE("a simple group is described only when the listing could not name its state",
-          "[kafka]") {
+TEST_CASE("a simple group is described only when the listing could not name its state", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();
   f.Script();

@@ -47,8 +47,7 @@ analysis::KafkaFindings LagSecondsOfBig() {
     events.partitions.push_back({p, {12.5, analysis::LagSecondsMethod::kRecordTimestamp}});
   }
   big.lag_seconds.push_back(events);
-  big.lag_seconds.push_back(
-      {"audit", {{0, {3, analysis::LagSecondsMethod::kRecordTimestamp}}}});
+  big.lag_seconds.push_back({"audit", {{0, {3, analysis::LagSecondsMethod::kRecordTimestamp}}}});
   findings.groups.push_back(big);
   return findings;
 }

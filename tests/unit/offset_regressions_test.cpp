@@ -8,8 +8,7 @@ using namespace lagsight;
 
 namespace {
 
-kafka::KafkaSnapshot With(
-    std::vector<std::pair<std::string, kafka::CommittedOffsets>> groups) {
+kafka::KafkaSnapshot With(std::vector<std::pair<std::string, kafka::CommittedOffsets>> groups) {
   kafka::KafkaSnapshot snapshot;
   for (auto& [id, committed] : groups) {
     kafka::ConsumerGroup group;
