@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -103,7 +104,7 @@ class Daemon {
     // poll ends (or after kPredecessorWait, whichever is first), so that two
     // polls of one cluster never build their snapshots side by side (at a million
     // group-partitions a reload raised the peak RSS by ~75 MB).
-    std::shared_ptr<Running> successor;
+    std::optional<Key> predecessor_of;  // set while a replacement waits for this poll
     bool awaiting_predecessor = false;
   };
 
@@ -157,8 +158,10 @@ class Daemon {
         running->health = existing->second->health;
         running->health.polling = false;
         running->source->TakeOver(*existing->second->source);
-        if (existing->second->health.polling) {
-          existing->second->successor = running;
+        // Waiting too when the replaced source itself still waits: a second reload within one
+        // poll must not start a poll beside the one in flight either.
+        if (existing->second->health.polling || existing->second->awaiting_predecessor) {
+          if (existing->second->health.polling) existing->second->predecessor_of = key;
           running->awaiting_predecessor = true;
           ScheduleNextPoll(running, SteadyClock::now() + kPredecessorWait);
           next[key] = running;
@@ -247,10 +250,14 @@ class Daemon {
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
     running->health.Record(KindName(source.kind()), source.name(), error, seconds, UnixNow());
     if (stopping_) return;
-    if (auto successor = std::exchange(running->successor, nullptr);
-        successor != nullptr && successor->awaiting_predecessor) {
-      successor->timer.cancel();  // its handler sees operation_aborted and does not poll
-      StartPoll(successor);
+    // The source that replaced this one now, looked up by name: a later reload may have
+    // replaced the first replacement too (that one is retired and must not poll).
+    if (const auto key = std::exchange(running->predecessor_of, std::nullopt)) {
+      const auto replacement = sources_.find(*key);
+      if (replacement != sources_.end() && replacement->second->awaiting_predecessor) {
+        replacement->second->timer.cancel();  // its handler sees operation_aborted
+        StartPoll(replacement->second);
+      }
     }
     const auto current = sources_.find({source.kind(), source.name()});
     if (current == sources_.end() || current->second != running) return;  // removed by a reload
