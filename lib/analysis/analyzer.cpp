@@ -919,6 +919,9 @@ struct Analyzer::State {
     }
 
     std::vector<DiagnosisFinding> out;
+    // At most one per pair and one per group without a job; grown by doubling it held 1.5
+    // copies (heaptrack, 20,000 groups: 12.6 MB).
+    out.reserve(pair_inputs.size() + cluster.findings->groups.size());
     std::set<PairKey> kept;
     auto emit = [&](const PairKey& key, std::optional<DiagnosisFinding> finding) {
       kept.insert(key);
@@ -1019,6 +1022,7 @@ struct Analyzer::State {
       const GroupFactsWithStuck facts =
           GroupFactsOf(cluster, snapshot, *lag, group, history->second, pair, now);
       std::vector<LagPoint> points;
+      points.reserve(history->second.samples.size());
       for (const GroupSample& sample : history->second.samples.samples()) {
         points.push_back({sample.time, sample.lag_sum, std::nullopt});
       }

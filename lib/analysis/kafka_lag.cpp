@@ -56,7 +56,7 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
             group.read_committed);
         if (partition.position == CommitPosition::kNoCommit) ++topic_lag.uncommitted_partitions;
         // Read to the end: only a transaction's commit marker is left, which no consumer gets.
-        if (partition.lag > 0) {
+        if (partition.lag && *partition.lag > 0) {
           partition.lag = kafka::UnreadRecords(
               snapshot, tp, *partition.committed,
               *kafka::ReadableEnd(offsets->second, group.read_committed), group.read_committed);

@@ -5,8 +5,9 @@
 // half therefore keeps the poll resolution that trends and the sawtooth need, while the oldest
 // samples keep reaching back ever further (roughly doubling the span each time the series
 // fills), which is what interpolating an old committed offset against log-end history needs.
-// Memory is capacity * sizeof(Sample), whatever the run time. Samples must arrive in time order;
-// an older one is ignored.
+// Memory is capacity * sizeof(Sample) once a sample is added (nothing before: a series that
+// stays empty, such as a pair's for a group no job reads, costs no samples), whatever the run
+// time. Samples must arrive in time order; an older one is ignored.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +22,13 @@ class ThinningSeries {
   static constexpr std::size_t kDefaultCapacity = 64;
 
   explicit ThinningSeries(std::size_t capacity = kDefaultCapacity)
-      : capacity_(capacity < 4 ? 4 : capacity) {
-    samples_.reserve(capacity_);
-  }
+      : capacity_(capacity < 4 ? 4 : capacity) {}
 
   void Add(const Sample& sample) {
     if (!samples_.empty() && sample.time < samples_.back().time) return;
+    // Reserved at the first sample, not at construction: every group without a job holds a
+    // pair state whose series stays empty (heaptrack, 20,000 groups: 31 MB of unused samples).
+    if (samples_.capacity() == 0) samples_.reserve(capacity_);
     if (samples_.size() == capacity_) Thin();
     samples_.push_back(sample);
   }
