@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "app/allocator.h"
 #include "app/app.h"
 #include "app/logging.h"
 #include "http/server_security.h"
 
 int main(int argc, char** argv) {
+  lagsight::app::UseOneMallocArena();  // before any thread starts
   CLI::App cli{"lagsight: Kafka and Flink consumer lag, joined, for Prometheus."};
   lagsight::app::Options options;
   bool check_only = false;

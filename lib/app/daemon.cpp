@@ -323,8 +323,8 @@ class Daemon {
                 reload_ok = last_reload_successful_, reload_time = last_reload_success_time_,
                 sources = SourceStatuses(), connections = server_.connection_counts()] {
                  Render(renders, *findings, now, reload_ok, reload_time, sources, connections);
-                 // The render's families were freed just now, in this worker's malloc arena,
-                 // which glibc keeps for later instead of returning it: the resident size then
+                 // The render's families were freed just now, into the malloc arena, which
+                 // glibc keeps for later instead of returning it: the resident size then
                  // stayed at the render's peak between renders. Measured with
                  // tests/bench/side_by_side.py at 100,000 group-partitions: RSS 296 -> 177 MB,
                  // peak 424 -> 309 MB, CPU unchanged (README "Measured").
