@@ -28,21 +28,25 @@ const char* TypeName(prometheus::MetricType type) {
 // HELP text escapes backslash and newline (prometheus-cpp 1.0.1 writes it as it is; lagsight's
 // help texts hold neither, so the two agree).
 void AppendEscaped(std::string_view text, bool quote, std::string& out) {
-  for (const char c : text) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '"':
-        out += quote ? "\\\"" : "\"";
-        break;
-      default:
-        out += c;
-    }
+  // Runs without a character to escape are appended whole: nearly every value is one run.
+  const std::string_view special = quote ? std::string_view("\\\n\"") : std::string_view("\\\n");
+  while (!text.empty()) {
+    const std::size_t at = text.find_first_of(special);
+    out.append(text.substr(0, at));
+    if (at == std::string_view::npos) return;
+    out += text[at] == '\\' ? "\\\\" : text[at] == '\n' ? "\\n" : "\\\"";
+    text.remove_prefix(at + 1);
   }
+}
+
+// `name="value"`, after a comma unless it is the first label of its series.
+void AppendLabel(std::string_view name, std::string_view value, bool& first, std::string& out) {
+  if (!first) out += ',';
+  first = false;
+  out += name;
+  out += "=\"";
+  AppendEscaped(value, true, out);
+  out += '"';
 }
 
 }  // namespace
@@ -62,29 +66,57 @@ void AppendValue(double value, std::string& out) {
   }
 }
 
-void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value) {
-  Family& family = families_[def.name];
-  family.def = &def;
-  std::string& out = family.pending;
-  out += def.name;
-  if (!labels.empty()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [name, label_value] : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += name;
-      out += "=\"";
-      AppendEscaped(label_value, true, out);
-      out += '"';
-    }
-    out += '}';
+LabelText& LabelText::Add(std::string_view name, std::string_view value) {
+  bool first = text_.empty();
+  AppendLabel(name, value, first, text_);
+  return *this;
+}
+
+FamilyBuilder::Family& FamilyBuilder::FamilyOf(const MetricDef& def) {
+  Family*& cached = by_def_[&def];
+  if (cached == nullptr) {
+    cached = &families_[def.name];
+    cached->def = &def;
   }
+  return *cached;
+}
+
+void FamilyBuilder::EndLine(Family& family, double value) {
+  std::string& out = family.pending;
   out += ' ';
   AppendValue(value, out);
   out += '\n';
   ++series_;
   if (out.size() - family.dictionary >= kPieceBytes) Compress(family);
+}
+
+void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value) {
+  Family& family = FamilyOf(def);
+  std::string& out = family.pending;
+  out += def.name;
+  if (!labels.empty()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [name, label_value] : labels) AppendLabel(name, label_value, first, out);
+    out += '}';
+  }
+  EndLine(family, value);
+}
+
+void FamilyBuilder::Add(const MetricDef& def, const LabelText& shared,
+                        std::initializer_list<std::pair<std::string_view, std::string_view>> more,
+                        double value) {
+  Family& family = FamilyOf(def);
+  std::string& out = family.pending;
+  out += def.name;
+  if (!shared.text().empty() || more.size() != 0) {
+    out += '{';
+    out += shared.text();
+    bool first = shared.text().empty();
+    for (const auto& [name, label_value] : more) AppendLabel(name, label_value, first, out);
+    out += '}';
+  }
+  EndLine(family, value);
 }
 
 void FamilyBuilder::Compress(Family& family) {

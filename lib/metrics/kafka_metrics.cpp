@@ -1,6 +1,9 @@
 #include "metrics/kafka_metrics.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
 #include <iterator>
 #include <string_view>
 #include <unordered_map>
@@ -9,6 +12,19 @@ namespace lagsight::metrics {
 namespace {
 
 using prometheus::MetricType;
+
+// A partition number as label text, without a string of its own; valid until the next call.
+class PartitionNumber {
+ public:
+  std::string_view operator()(std::int32_t partition) {
+    const auto [end, error] =
+        std::to_chars(buffer_.data(), buffer_.data() + buffer_.size(), partition);
+    return {buffer_.data(), static_cast<std::size_t>(end - buffer_.data())};
+  }
+
+ private:
+  std::array<char, 12> buffer_{};
+};
 
 constexpr PollStatusMetrics kHealth{
     {"lagsight_kafka_up", "1 if the latest poll of the Kafka cluster succeeded, else 0.",
@@ -303,36 +319,39 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
         out.Add(kTopicUncommitted, topic_labels, topic.uncommitted_partitions);
       }
       const bool per_partition = level == config::SeriesLevel::kPartition;
+      // A million of these series at issue 14's S3: the topic's labels are escaped once, and a
+      // partition adds its number without a Labels vector of its own.
+      LabelText shared;
+      shared.Add("kafka_cluster", cluster).Add("group", group.group).Add("topic", topic.topic);
+      PartitionNumber number;
       for (const analysis::PartitionLag& partition : topic.partitions) {
         const char* position = PositionName(partition.position);
         if (!per_partition && position == nullptr) continue;
-        Labels labels = topic_labels;
-        labels.emplace_back("partition", std::to_string(partition.partition));
+        const std::string_view partition_label = number(partition.partition);
         if (partition.position == analysis::CommitPosition::kNoCommit) {
-          out.Add(kUncommitted, labels, 1);
+          out.Add(kUncommitted, shared, {{"partition", partition_label}}, 1);
           continue;
         }
         if (per_partition) {
           if (series.partition_committed_offsets) {
-            out.Add(kCommitted, labels, static_cast<double>(*partition.committed));
+            out.Add(kCommitted, shared, {{"partition", partition_label}},
+                    static_cast<double>(*partition.committed));
           }
-          if (partition.lag) out.Add(kLag, labels, static_cast<double>(*partition.lag));
+          if (partition.lag) {
+            out.Add(kLag, shared, {{"partition", partition_label}},
+                    static_cast<double>(*partition.lag));
+          }
         }
         // A committed offset out of range is kept at every level: it is rare, and it is the
         // one series that says which partition is broken.
         if (position != nullptr) {
-          Labels flagged = labels;
-          flagged.emplace_back("position", position);
-          out.Add(kOutOfRange, flagged, 1);
+          out.Add(kOutOfRange, shared, {{"partition", partition_label}, {"position", position}}, 1);
         }
       }
       if (!per_partition || lag_seconds == nullptr) continue;
       for (const analysis::PartitionLagSeconds& seconds : *lag_seconds) {
-        out.Add(kLagSeconds,
-                {{"kafka_cluster", cluster},
-                 {"group", group.group},
-                 {"topic", topic.topic},
-                 {"partition", std::to_string(seconds.partition)},
+        out.Add(kLagSeconds, shared,
+                {{"partition", number(seconds.partition)},
                  {"method", analysis::LagSecondsMethodName(seconds.value.method)}},
                 seconds.value.seconds);
       }

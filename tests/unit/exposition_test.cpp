@@ -240,16 +240,36 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
     (def.type == prometheus::MetricType::Counter ? sample.counter.value : sample.gauge.value) =
         value;
   };
+  // Labels shared by many series, escaped once (LabelText), then the series' own.
+  static constexpr metrics::MetricDef kShared{"lagsight_test_shared", "Shared labels first.",
+                                              prometheus::MetricType::Gauge};
+  const auto add_shared = [&](const std::string& group, const std::string& own, double value) {
+    metrics::LabelText shared;
+    shared.Add("kafka_cluster", "prod").Add("group", group);
+    builder.Add(kShared, shared, {{"partition", own}, {"position", "beyond_log_end"}}, value);
+    prometheus::MetricFamily& family = oracle[kShared.name];
+    family.name = kShared.name;
+    family.help = kShared.help;
+    family.type = kShared.type;
+    prometheus::ClientMetric& sample = family.metric.emplace_back();
+    sample.label = {{"kafka_cluster", "prod"},
+                    {"group", group},
+                    {"partition", own},
+                    {"position", "beyond_log_end"}};
+    sample.gauge.value = value;
+  };
   for (std::size_t i = 0; i < values.size(); ++i) {
     add(kGauge, {{"kafka_cluster", "prod"}, {"value", label_values[i % label_values.size()]}},
         values[i]);
     add(kCounter, {{"n", std::to_string(i)}}, values[i]);
+    add_shared(label_values[i % label_values.size()], label_values[(i + 3) % label_values.size()],
+               values[i]);
   }
   add(kBare, {}, 42);
   std::vector<prometheus::MetricFamily> families;
   for (auto& [name, family] : oracle) families.push_back(std::move(family));
 
-  CHECK(builder.series() == 2 * values.size() + 1);
+  CHECK(builder.series() == 3 * values.size() + 1);
   CHECK(std::move(builder).Render() == prometheus::TextSerializer().Serialize(families));
 }
 
