@@ -62,7 +62,10 @@ struct KafkaClusterConfig {
   // Bound on one whole poll (all requests of it); a poll that overruns reports up = 0.
   std::chrono::milliseconds poll_timeout{std::chrono::seconds(60)};
   // Groups whose offsets are fetched at the same time; bounds the load on the coordinators.
-  int max_concurrent_requests = 16;
+  // 64: at 20,000 groups on one broker, reading the committed offsets took 2.58-2.70 s against
+  // 2.84-2.92 s with 16, for the same CPU (README "Measured"); each request is one small
+  // OffsetFetch.
+  int max_concurrent_requests = 64;
   // Records read per poll to learn the timestamp of a group's oldest unconsumed record (lag in
   // seconds); positions already read are cached and cost nothing. 0 turns the reads off.
   int lag_seconds_fetch_budget = 500;

@@ -47,7 +47,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[config]") {
   CHECK(cluster.poll_interval == std::chrono::seconds(15));
   CHECK(cluster.request_timeout == std::chrono::seconds(10));
   CHECK(cluster.poll_timeout == std::chrono::seconds(60));
-  CHECK(cluster.max_concurrent_requests == 16);
+  CHECK(cluster.max_concurrent_requests == 64);
   CHECK(cluster.groups.Accepts("anything"));
   CHECK(cluster.topics.Accepts("__consumer_offsets"));
 }
