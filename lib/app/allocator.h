@@ -10,10 +10,15 @@
 // duration and CPU unchanged within run-to-run noise (README "Measured"). Small allocations
 // still go through each thread's cache without the arena's lock.
 //
-// An operator's MALLOC_ARENA_MAX or GLIBC_TUNABLES in the environment wins: then nothing is set.
+// An operator's MALLOC_ARENA_MAX, or a GLIBC_TUNABLES that sets glibc.malloc.arena_max, wins:
+// then nothing is set. Other tunables (images set glibc.pthread.rseq=0, say) do not turn it off.
 #pragma once
 
 namespace lagsight::app {
+
+// True when the environment already sets glibc's arena count (MALLOC_ARENA_MAX, or
+// glibc.malloc.arena_max in GLIBC_TUNABLES).
+bool OperatorChoseArenas();
 
 void UseOneMallocArena();
 
