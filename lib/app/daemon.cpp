@@ -11,6 +11,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -336,11 +337,16 @@ class Daemon {
               double now, bool reload_ok, double reload_time,
               std::vector<status::SourceStatus> sources, http::ConnectionCounts connections) {
     // Compressed while it is built, once per render rather than per scrape (Prometheus asks for
-    // gzip every time). zlib fails only without memory: that render is skipped, and the last
-    // exposition stays published. An exception escaping a pool handler would end the process.
+    // gzip every time). zlib fails only without memory, as a growing string or map does
+    // (bad_alloc): that render is skipped, and the last exposition stays published. An exception
+    // escaping a pool handler would end the process.
     std::shared_ptr<const GzippedText> exposition;
+    const auto render_started = SteadyClock::now();
     try {
       metrics::FamilyBuilder builder;
+      if (previous_render_seconds_) {
+        metrics::AppendRenderMetrics(*previous_render_seconds_, builder);
+      }
       metrics::AppendProcessMetrics(kVersion, kRevision, reload_ok, reload_time, builder);
       metrics::AppendShardMetrics(options_.shard.index, options_.shard.total, builder);
       metrics::AppendHttpConnectionMetrics(connections.shed_for_same_client,
@@ -349,7 +355,11 @@ class Daemon {
       for (const Source::Render& render : renders) render(findings, now, builder);
       metrics::AppendFindingsMetrics(findings, builder);
       exposition = std::make_shared<const GzippedText>(std::move(builder).RenderGzip());
-    } catch (const std::runtime_error& error) {
+      previous_render_seconds_ =
+          std::chrono::duration<double>(SteadyClock::now() - render_started).count();
+      spdlog::debug("rendered the exposition in {:.3f} s: {} bytes of text, {} gzipped",
+                    *previous_render_seconds_, exposition->text_size, exposition->bytes.size());
+    } catch (const std::exception& error) {
       spdlog::warn("rendering the exposition failed, the previous one stays published: {}",
                    error.what());
     }
@@ -359,7 +369,7 @@ class Daemon {
     try {
       page = std::make_shared<const GzippedText>(
           status::RenderStatusPageGzip(findings, sources, kVersion, now));
-    } catch (const std::runtime_error& error) {
+    } catch (const std::exception& error) {
       spdlog::warn("rendering the status page failed, the previous one stays published: {}",
                    error.what());
     }
@@ -409,8 +419,12 @@ class Daemon {
   bool last_reload_successful_ = false;
   double last_reload_success_time_ = 0;
   bool stopping_ = false;
-  bool render_running_ = false;                     // a render is on the pool
-  bool render_pending_ = false;                     // ... and another was asked for meanwhile
+  bool render_running_ = false;  // a render is on the pool
+  bool render_pending_ = false;  // ... and another was asked for meanwhile
+  // How long the render of the published exposition took (a failed render leaves it). Written
+  // and read only by Render(), one at a time: each render is posted after the last one ended
+  // (render_running_), so the posts order them.
+  std::optional<double> previous_render_seconds_;
   std::shared_ptr<const GzippedText> exposition_;   // null until the first render
   std::shared_ptr<const GzippedText> status_page_;  // null: the router serves its landing page
   // History and derived findings: analyzer_ is used only on analysis_; findings_, its latest

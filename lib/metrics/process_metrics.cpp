@@ -31,6 +31,12 @@ constexpr MetricDef kRefused{
     "answering.",
     MetricType::Counter};
 
+constexpr MetricDef kRenderDuration{
+    "lagsight_exposition_render_duration_seconds",
+    "Seconds the render of the previous exposition took on a worker thread (sample lines, text "
+    "and gzip of every family; scrapes only send what a render published).",
+    MetricType::Gauge};
+
 }  // namespace
 
 void AppendProcessMetrics(const std::string& version, const std::string& revision,
@@ -52,6 +58,10 @@ void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,
   out.Add(kShed, {{"limit", "client"}}, static_cast<double>(shed_for_same_client));
   out.Add(kShed, {{"limit", "server"}}, static_cast<double>(shed_for_any_client));
   out.Add(kRefused, {}, static_cast<double>(refused));
+}
+
+void AppendRenderMetrics(double previous_render_seconds, FamilyBuilder& out) {
+  out.Add(kRenderDuration, {}, previous_render_seconds);
 }
 
 }  // namespace lagsight::metrics

@@ -22,4 +22,9 @@ void AppendHttpConnectionMetrics(std::uint64_t shed_for_same_client,
                                  std::uint64_t shed_for_any_client, std::uint64_t refused,
                                  FamilyBuilder& out);
 
+// How long the render of the previous exposition took on its worker: every family's sample
+// lines, text and gzip, not the analysis before it and never a scrape (a scrape sends what a
+// render published). The render that writes a value cannot know its own duration.
+void AppendRenderMetrics(double previous_render_seconds, FamilyBuilder& out);
+
 }  // namespace lagsight::metrics

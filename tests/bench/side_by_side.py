@@ -7,6 +7,8 @@ has a lag. Then runs each exporter alone on that same broker state and prints on
 - refresh: how long the exporter takes to read the cluster. lagsight polls on its own
   (lagsight_kafka_poll_duration_seconds, the median of its polls); the peers read Kafka while they
   are scraped, so for them it is the scrape's duration;
+- render: lagsight's own render of its exposition after each poll, on a worker thread
+  (lagsight_exposition_render_duration_seconds, the median); the peers render inside their scrape;
 - scrape: the median time of a whole /metrics answer, asked as Prometheus asks (gzip accepted);
 - RSS over a window with one refresh and one scrape every `--interval` seconds (the idle cost of
   a deployment): VmRSS sampled every quarter second, its median (steady) and its maximum (every
@@ -21,7 +23,7 @@ Peers run from binaries you give (this repository never vendors them):
     .venv/bin/python tests/bench/side_by_side.py --scales S1,S2 \\
         --kafka-exporter /path/to/kafka_exporter --kminion /path/to/kminion
 
-Prints numbers; asserts nothing. S3 (1M group-partitions) needs ~4 GB for lagsight alone and
+Prints numbers; asserts nothing. S3 (1M group-partitions) needs ~2.5 GB for kafka_exporter and
 several minutes per exporter.
 """
 
@@ -76,6 +78,7 @@ class Exporter:
 @dataclass
 class Result:
     refresh_s: list[float] = field(default_factory=list)
+    render_s: list[float] = field(default_factory=list)  # lagsight: its renders, off the scrape
     scrape_s: list[float] = field(default_factory=list)
     rss_mb: float = 0.0         # median over the window
     window_max_rss_mb: float = 0.0
@@ -218,8 +221,12 @@ def run(exporter: Exporter, bootstrap: str, work: Path, scrapes: int, interval: 
                 if polls > last_polls:
                     last_polls = polls
                     if polls > first_polls + WARMUP_POLLS:
-                        result.refresh_s.append(
-                            first_value(body, "lagsight_kafka_poll_duration_seconds"))
+                        refresh = first_value(body, "lagsight_kafka_poll_duration_seconds")
+                        if refresh is not None:
+                            result.refresh_s.append(refresh)
+                        render = first_value(body, "lagsight_exposition_render_duration_seconds")
+                        if render is not None:
+                            result.render_s.append(render)
             else:
                 result.refresh_s.append(elapsed)
             time.sleep(0.2)
@@ -268,15 +275,19 @@ def run(exporter: Exporter, bootstrap: str, work: Path, scrapes: int, interval: 
 
 
 def table(rows: list[tuple[str, str, int, Result, int, int]]) -> str:
-    lines = ["| scale | exporter | refresh (median) | scrape (median) | RSS median, max in "
-             "window (peak since start) | CPU at the "
+    lines = ["| scale | exporter | refresh (median) | render (median) | scrape (median) | RSS "
+             "median, max in window (peak since start) | CPU at the "
              "interval | series | exposition (sent) | lags equal to lagsight's, of those "
              "either reports |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for scale, name, group_partitions, r, equal, total in rows:
+        # The peers render while scraped: their render is inside their scrape.
+        render = (f"{statistics.median(r.render_s):.3f} s" if r.render_s else
+                  "n/a" if name == "lagsight" else "in the scrape")
+        refresh = f"{statistics.median(r.refresh_s):.3f} s" if r.refresh_s else "n/a"
         lines.append(
-            f"| {scale} ({group_partitions:,}) | {name} | {statistics.median(r.refresh_s):.3f} s | "
-            f"{statistics.median(r.scrape_s) * 1000:.0f} ms | {r.rss_mb:.0f} MB, "
+            f"| {scale} ({group_partitions:,}) | {name} | {refresh} | "
+            f"{render} | {statistics.median(r.scrape_s) * 1000:.0f} ms | {r.rss_mb:.0f} MB, "
             f"{r.window_max_rss_mb:.0f} ({r.peak_rss_mb:.0f}) | {r.cpu_share * 100:.1f} % | {r.series:,} | "
             f"{r.bytes_plain / 1e6:.1f} MB ({r.bytes_sent / 1e6:.1f} MB) | {equal:,} / {total:,} |")
     return "\n".join(lines)

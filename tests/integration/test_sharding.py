@@ -26,7 +26,7 @@ RECORDS = 40
 
 # Each instance's own: how it polled, what it was built as, what it did for its scrapers.
 OWN_FAMILIES = re.compile(
-    r"^(process_|lagsight_(build_info|config_|http_|shard_info)|"
+    r"^(process_|lagsight_(build_info|config_|http_|shard_info|exposition_)|"
     r"lagsight_(kafka|flink|store)_(up|poll_duration_seconds|last_poll_timestamp_seconds|"
     r"polls_total|poll_failures_total|poll_partial_errors)$|"
     r"lagsight_kafka_(record_timestamp_|series_budget|group_detail_series))")
