@@ -277,3 +277,12 @@ def test_everything_a_live_lagsight_exports_is_documented(live, documented, in_s
     not_seen = sorted(set(in_source) - names)
     print(f"\n[metrics-reference] live: {len(names)} metric names checked; defined in lib/ but "
           f"not exported in this run: {not_seen}")
+
+
+def test_a_live_lagsight_reports_how_long_its_render_took(live):
+    # The only evidence of lagsight_exposition_render_duration_seconds beyond the benchmark: after
+    # many renders it is one series holding a real duration (a render cannot take no time, and a
+    # few thousand series do not take a minute; no speed is asserted here).
+    durations = promtext.select(live.metrics, "lagsight_exposition_render_duration_seconds")
+    assert len(durations) == 1, durations
+    assert 0 < next(iter(durations.values())) < 60, durations
