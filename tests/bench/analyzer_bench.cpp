@@ -1,6 +1,8 @@
 // How long one Kafka poll's analysis (history, findings, diagnosis) takes for N simple groups
-// with P partitions each on their own topic. Prints the median over 20 polls after 40 warm-up
-// polls (so the series are full). Usage: analyzer_bench [groups] [partitions]
+// with P partitions each, on their own topic or on T topics they share
+// (tests/bench/side_by_side.py: 1, as many groups reading one topic as Flink jobs reading a busy
+// one). Prints the median over 20 polls after 40 warm-up polls (so the series are full). Usage:
+// analyzer_bench [groups] [partitions] [shared_topics]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@ using namespace lagsight;
 int main(int argc, char** argv) {
   const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int partitions = argc > 2 ? std::atoi(argv[2]) : 8;
+  const int shared_topics = argc > 3 ? std::atoi(argv[3]) : 0;  // 0: a topic per group
   analysis::Analyzer analyzer{config::DiagnosisConfig{}};
   std::vector<double> millis;
   for (int poll = 0; poll < 60; ++poll) {
@@ -24,9 +27,14 @@ int main(int argc, char** argv) {
       // Zero-padded: KafkaSnapshot::groups is sorted by id, and the analysis relies on it.
       char suffix[16];
       std::snprintf(suffix, sizeof suffix, "%07d", g);
-      const std::string topic = std::string("topic-") + suffix;
-      snapshot.all_topics.push_back(topic);
-      snapshot.topic_partitions[topic] = partitions;
+      std::string topic = std::string("topic-") + suffix;
+      if (shared_topics > 0) {
+        std::snprintf(suffix, sizeof suffix, "%07d", g % shared_topics);
+        topic = std::string("shared-") + suffix;
+      }
+      if (snapshot.topic_partitions.emplace(topic, partitions).second) {
+        snapshot.all_topics.push_back(topic);
+      }
       kafka::ConsumerGroup group;
       group.id = std::string("group-") + suffix;
       group.state = "empty";
@@ -52,7 +60,8 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(millis.begin(), millis.end());
-  std::printf("groups=%d partitions=%d analysis per poll: median %.1f ms, min %.1f ms\n", groups,
-              partitions, millis[millis.size() / 2], millis.front());
+  std::printf(
+      "groups=%d partitions=%d shared_topics=%d analysis per poll: median %.1f ms, min %.1f ms\n",
+      groups, partitions, shared_topics, millis[millis.size() / 2], millis.front());
   return 0;
 }
