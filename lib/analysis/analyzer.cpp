@@ -8,6 +8,7 @@
 
 #include "analysis/history.h"
 #include "analysis/standing.h"
+#include "analysis/topic_cursor.h"
 
 namespace lagsight::analysis {
 namespace {
@@ -69,11 +70,20 @@ struct GroupHistory {
   std::optional<double> uncommitted_since;
 };
 
+// A partition's log ends over the window.
+struct PartitionLogEnds {
+  LogEndHistory history;
+  // Records/s that arrived over the window as of the latest poll (InputRate), none while the
+  // history is short. Worked out once a poll: every group reading the partition asks for it, and
+  // 2,000 groups on one topic asked 2,000 times.
+  std::optional<double> input_rate;
+};
+
 struct KafkaClusterState {
   bool up = false;
   // When the poll of the latest log ends began: they were read after that.
   double requested_at = 0;
-  std::map<kafka::TopicPartition, LogEndHistory> log_ends;
+  std::map<kafka::TopicPartition, PartitionLogEnds> log_ends;
   std::map<std::string, GroupHistory> groups;
   // Shared with every Findings published until the next poll: copying it into each (once per
   // Kafka and per Flink poll) held the per-partition lag in seconds twice.
@@ -239,17 +249,26 @@ struct Analyzer::State {
                    const std::vector<GroupLag>& lags,
                    const std::vector<OffsetRegression>& regressions, double now) {
     // Log-end history per partition; a log end that went back means the topic was recreated.
-    std::map<kafka::TopicPartition, LogEndHistory> log_ends;
+    // Updated in place, walking both maps in order (a partition the poll did not read is
+    // dropped): rebuilding the map each poll freed and allocated every node, and malloc's
+    // bookkeeping of that was a sixth of tests/bench/analyzer_bench.
+    auto entry = cluster.log_ends.begin();
     for (const auto& [tp, offsets] : snapshot.partitions) {
       if (!offsets.log_end) continue;
-      auto existing = cluster.log_ends.find(tp);
-      LogEndHistory history =
-          existing != cluster.log_ends.end() ? std::move(existing->second) : LogEndHistory();
+      while (entry != cluster.log_ends.end() && entry->first < tp) {
+        entry = cluster.log_ends.erase(entry);
+      }
+      if (entry == cluster.log_ends.end() || tp < entry->first) {
+        entry = cluster.log_ends.emplace_hint(entry, tp,
+                                              PartitionLogEnds{LogEndHistory(), std::nullopt});
+      }
+      LogEndHistory& history = entry->second.history;
       if (!history.empty() && history.back().log_end > *offsets.log_end) history.Clear();
       history.Add({now, *offsets.log_end, *kafka::ReadableEnd(offsets, true)});
-      log_ends.emplace(tp, std::move(history));
+      entry->second.input_rate = InputRate(history, now, window(), window() / 4);
+      ++entry;
     }
-    cluster.log_ends = std::move(log_ends);
+    cluster.log_ends.erase(entry, cluster.log_ends.end());
     cluster.requested_at = KnownAt(snapshot.requested_at, now);
 
     std::map<std::string, const GroupLag*> lag_of;
@@ -274,26 +293,26 @@ struct Analyzer::State {
       if (const auto lag = lag_of.find(group.id); lag != lag_of.end()) {
         for (const TopicLag& topic : lag->second->topics) {
           sample.lag_sum += topic.lag_sum;
+          TopicCursor log_ends(snapshot.partitions, topic.topic);
           for (const PartitionLag& partition : topic.partitions) {
-            const auto log = snapshot.partitions.find({topic.topic, partition.partition});
-            if (log != snapshot.partitions.end() && log->second.log_end) {
-              sample.log_end_sum += *log->second.log_end;
-            }
+            const kafka::PartitionOffsets* log = log_ends.Find(partition.partition);
+            if (log != nullptr && log->log_end) sample.log_end_sum += *log->log_end;
           }
         }
       }
       bool advanced = false;
       bool regressed = false;
-      for (const auto& [tp, offset] : group.committed) {
-        const auto before = history.committed_standing.find(tp);
-        if (before == history.committed_standing.end()) {
-          advanced = advanced || known;
-        } else if (offset > before->second.offset) {
-          advanced = true;
-        } else if (offset < before->second.offset) {
-          regressed = true;
-        }
-      }
+      ForEachWithStanding(
+          history.committed_standing, group.committed,
+          [&](const kafka::TopicPartition&, std::int64_t offset, const Standing* before) {
+            if (before == nullptr) {
+              advanced = advanced || known;
+            } else if (offset > before->offset) {
+              advanced = true;
+            } else if (offset < before->offset) {
+              regressed = true;
+            }
+          });
       if (known && (advanced || regressed)) history.last_commit = now;
       RememberEarlierCommits(history, group, now);
       if (known && advanced && !regressed && !history.samples.empty()) {
@@ -339,14 +358,15 @@ struct Analyzer::State {
     const kafka::CommittedOffsets& committed = group.committed;
     const double kept_since = now - EarlierCommitsKeptFor();
     const bool memberless = group.members.value_or(0) == 0;
-    for (const auto& [tp, offset] : committed) {
-      const auto before = history.committed_standing.find(tp);
-      if (before == history.committed_standing.end() || before->second.offset == offset) continue;
-      if (!memberless && !ReadByFlink(tp.topic)) continue;
-      std::vector<Standing>& earlier = history.committed_earlier[tp];
-      earlier.push_back({before->second.offset, now});
-      if (earlier.size() > kEarlierCommitsKept) earlier.erase(earlier.begin());
-    }
+    ForEachWithStanding(
+        history.committed_standing, committed,
+        [&](const kafka::TopicPartition& tp, std::int64_t offset, const Standing* before) {
+          if (before == nullptr || before->offset == offset) return;
+          if (!memberless && !ReadByFlink(tp.topic)) return;
+          std::vector<Standing>& earlier = history.committed_earlier[tp];
+          earlier.push_back({before->offset, now});
+          if (earlier.size() > kEarlierCommitsKept) earlier.erase(earlier.begin());
+        });
     for (auto entry = history.committed_earlier.begin();
          entry != history.committed_earlier.end();) {
       std::erase_if(entry->second, [&](const Standing& s) { return s.since < kept_since; });
@@ -393,25 +413,31 @@ struct Analyzer::State {
         TopicLagSeconds topic_seconds;
         topic_seconds.topic = topic.topic;
         topic_seconds.partitions.reserve(topic.partitions.size());  // an upper bound
+        TopicCursor offsets_of(snapshot.partitions, topic.topic);
+        TopicCursor log_ends_of(cluster.log_ends, topic.topic);
         for (const PartitionLag& partition : topic.partitions) {
           if (!partition.committed || !partition.lag) continue;
-          const kafka::TopicPartition tp{topic.topic, partition.partition};
-          std::int64_t position = *partition.committed;
-          const auto log = snapshot.partitions.find(tp);
-          if (log != snapshot.partitions.end() && log->second.log_start &&
-              position < *log->second.log_start) {
-            position = *log->second.log_start;
+          std::optional<LagSeconds> seconds;
+          if (*partition.lag <= 0) {
+            // Caught up, whatever the history says (ComputeLagSeconds): no lookup needed.
+            seconds = LagSeconds{0, LagSecondsMethod::kCaughtUp};
+          } else {
+            const kafka::TopicPartition tp{topic.topic, partition.partition};
+            std::int64_t position = *partition.committed;
+            const kafka::PartitionOffsets* log = offsets_of.Find(partition.partition);
+            if (log != nullptr && log->log_start && position < *log->log_start) {
+              position = *log->log_start;
+            }
+            std::optional<kafka::RecordTimestamp> timestamp;
+            if (const auto fetched =
+                    snapshot.record_timestamps.find({tp, position, lag.read_committed});
+                fetched != snapshot.record_timestamps.end()) {
+              timestamp = fetched->second;
+            }
+            const PartitionLogEnds* log_ends = log_ends_of.Find(partition.partition);
+            seconds = ComputeLagSeconds(position, *partition.lag, timestamp,
+                                        log_ends != nullptr ? log_ends->history : kNoHistory, now);
           }
-          std::optional<kafka::RecordTimestamp> timestamp;
-          if (const auto fetched =
-                  snapshot.record_timestamps.find({tp, position, lag.read_committed});
-              fetched != snapshot.record_timestamps.end()) {
-            timestamp = fetched->second;
-          }
-          const auto log_history = cluster.log_ends.find(tp);
-          const auto seconds = ComputeLagSeconds(
-              position, *partition.lag, timestamp,
-              log_history != cluster.log_ends.end() ? log_history->second : kNoHistory, now);
           if (!seconds) continue;
           topic_seconds.partitions.push_back({partition.partition, *seconds});
           group.max_lag_seconds = std::max(group.max_lag_seconds.value_or(0), seconds->seconds);
@@ -431,15 +457,9 @@ struct Analyzer::State {
             *snapshot.offsets_retention_seconds - (now - group.last_commit_time);
       }
       group.sawtooth = DetectSawtooth(h.commits, now);
-      std::set<kafka::TopicPartition> partitions;
-      for (const TopicLag& topic : lag.topics) {
-        for (const PartitionLag& partition : topic.partitions) {
-          partitions.insert({topic.topic, partition.partition});
-        }
-      }
       group.catch_up_seconds = CatchUp(
           h.samples, [](const GroupSample& s) { return s.lag_sum; },
-          InputRateOf(cluster, partitions, now), now);
+          InputRateOf(cluster, lag, /*committed_only=*/false), now);
       group.lateness_target_seconds =
           LatenessTargetOf(config::LatenessTarget::Of::kGroups, group.group);
       findings.groups.push_back(std::move(group));
@@ -787,19 +807,21 @@ struct Analyzer::State {
       FlinkTopicJoin& topic = topics[partition.topic];
       topic.topic = partition.topic;
       topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
-      const auto history = cluster->second.log_ends.find({partition.topic, partition.partition});
-      if (history != cluster->second.log_ends.end() && !history->second.empty()) {
-        JudgeBeyondLogEnd(join.source, partition, history->second.back().log_end,
+      const auto log_ends = cluster->second.log_ends.find({partition.topic, partition.partition});
+      const LogEndHistory* history =
+          log_ends != cluster->second.log_ends.end() ? &log_ends->second.history : nullptr;
+      if (history != nullptr && !history->empty()) {
+        JudgeBeyondLogEnd(join.source, partition, history->back().log_end,
                           cluster->second.requested_at >= state.polled_at, job);
       }
-      if (partition.current && history != cluster->second.log_ends.end()) {
+      if (partition.current && history != nullptr) {
         double taken = refreshed;
         const auto seen = job.positions_taken.find(
             {join.source, flink::MetricTopicName(partition.topic), partition.partition});
         if (seen != job.positions_taken.end() && seen->second.first == *partition.current) {
           taken = std::max(taken, seen->second.second);
         }
-        if (const auto log_end = LogEndAt(history->second, taken, join.read_committed)) {
+        if (const auto log_end = LogEndAt(*history, taken, join.read_committed)) {
           const std::int64_t position = *partition.current + 1;
           // Against the log end of when the position was taken; a transaction's marker past
           // the last record is nothing left to read (kafka::UnreadRecords).
@@ -818,7 +840,7 @@ struct Analyzer::State {
             if (fetched != snapshot->record_timestamps.end()) record = fetched->second;
           }
           partition.lag_seconds =
-              ComputeLagSeconds(position, *partition.flink_lag, record, history->second, taken);
+              ComputeLagSeconds(position, *partition.flink_lag, record, *history, taken);
         }
       }
       topic.flink_lag_sum += partition.flink_lag.value_or(0);
@@ -1156,15 +1178,34 @@ struct Analyzer::State {
   }
 
   // Records/s arriving on `partitions`, none while no partition's history is long enough.
+  // Measured at `now`: a Flink poll's analysis asks between two Kafka polls.
   std::optional<double> InputRateOf(const KafkaClusterState& cluster,
                                     const std::set<kafka::TopicPartition>& partitions,
                                     double now) const {
     std::optional<double> total;
     for (const kafka::TopicPartition& tp : partitions) {
-      const auto history = cluster.log_ends.find(tp);
-      if (history == cluster.log_ends.end()) continue;
-      if (const auto rate = InputRate(history->second, now, window(), window() / 4)) {
+      const auto log_ends = cluster.log_ends.find(tp);
+      if (log_ends == cluster.log_ends.end()) continue;
+      if (const auto rate = InputRate(log_ends->second.history, now, window(), window() / 4)) {
         total = total.value_or(0) + *rate;
+      }
+    }
+    return total;
+  }
+
+  // The same over a group's partitions (with `committed_only`, those it committed on) as of the
+  // Kafka poll just recorded, from the rates RecordKafka worked out: only a Kafka poll's analysis
+  // asks this, at the time of that poll.
+  static std::optional<double> InputRateOf(const KafkaClusterState& cluster, const GroupLag& lag,
+                                           bool committed_only) {
+    std::optional<double> total;
+    for (const TopicLag& topic : lag.topics) {
+      TopicCursor log_ends_of(cluster.log_ends, topic.topic);
+      for (const PartitionLag& partition : topic.partitions) {
+        if (committed_only && !partition.committed) continue;
+        const PartitionLogEnds* log_ends = log_ends_of.Find(partition.partition);
+        if (log_ends == nullptr || !log_ends->input_rate) continue;
+        total = total.value_or(0) + *log_ends->input_rate;
       }
     }
     return total;
@@ -1172,15 +1213,16 @@ struct Analyzer::State {
 
   // The partitions that stood for `after` seconds while records waited on them (`waiting`) and
   // some other partition moved meanwhile.
-  static std::vector<kafka::TopicPartition> StuckPartitions(
-      const StandingOffsets& standing, const std::set<kafka::TopicPartition>& waiting, double now,
-      double after) {
+  template <typename Waiting>
+  static std::vector<kafka::TopicPartition> StuckPartitions(const StandingOffsets& standing,
+                                                            const Waiting& waiting, double now,
+                                                            double after) {
     std::vector<kafka::TopicPartition> stuck;
     const bool another_moved = std::ranges::any_of(
         standing, [&](const auto& entry) { return now - entry.second.since < after; });
     if (!another_moved) return stuck;  // nothing moves: the whole job or group is the problem
     for (const auto& [tp, stand] : standing) {
-      if (now - stand.since >= after && waiting.contains(tp)) stuck.push_back(tp);
+      if (now - stand.since >= after && waiting(tp)) stuck.push_back(tp);
     }
     return stuck;
   }
@@ -1266,7 +1308,9 @@ struct Analyzer::State {
     const double stuck_after =
         std::max(window_seconds / 2, kStuckFetchIntervals * flink_state.metrics_fetch_interval);
     UpdateStanding(pair.positions, positions, flink_known_at);
-    stuck = StuckPartitions(pair.positions, waiting, flink_known_at, stuck_after);
+    stuck = StuckPartitions(
+        pair.positions, [&](const kafka::TopicPartition& tp) { return waiting.contains(tp); },
+        flink_known_at, stuck_after);
     for (const kafka::TopicPartition& tp : stuck) {
       f.stuck_partitions.push_back(PartitionName(tp));
     }
@@ -1408,14 +1452,15 @@ struct Analyzer::State {
     f.offsets_expiring = ExpiringSoon(&findings, snapshot);
 
     bool uncommitted = false;
-    std::set<kafka::TopicPartition> partitions;
-    std::set<kafka::TopicPartition> waiting;
+    // Sorted as they come (topics by name, partitions by number): a set's node per partition
+    // was a tenth of tests/bench/analyzer_bench.
+    std::vector<kafka::TopicPartition> waiting;
     for (const TopicLag& topic : lag.topics) {
       for (const PartitionLag& partition : topic.partitions) {
-        const kafka::TopicPartition tp{topic.topic, partition.partition};
-        uncommitted |= partition.position == CommitPosition::kNoCommit && HasRecords(snapshot, tp);
-        if (partition.committed) partitions.insert(tp);
-        if (partition.lag.value_or(0) > 0) waiting.insert(tp);
+        if (partition.position == CommitPosition::kNoCommit) {
+          uncommitted = uncommitted || HasRecords(snapshot, {topic.topic, partition.partition});
+        }
+        if (partition.lag.value_or(0) > 0) waiting.push_back({topic.topic, partition.partition});
       }
     }
     f.partitions_uncommitted =
@@ -1424,7 +1469,7 @@ struct Analyzer::State {
     const GroupSample* baseline = WindowBaseline(history.samples, now, window_seconds);
     const GroupSample& latest = history.samples.back();
     f.lag = static_cast<double>(latest.lag_sum);
-    f.input_rate = InputRateOf(cluster, partitions, now);
+    f.input_rate = InputRateOf(cluster, lag, /*committed_only=*/true);
     f.lag_trend = TrendOverWindow(
         history.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window_seconds,
         MinimumChange());
@@ -1438,7 +1483,12 @@ struct Analyzer::State {
     // A partition whose commits stopped while the group's others go on, with records waiting.
     const double stuck_after = StalledAfterSeconds(f.commit_period_seconds, config);
     // RecordKafka keeps committed_standing up to date with this poll's offsets.
-    f.stuck = StuckPartitions(history.committed_standing, waiting, now, stuck_after);
+    f.stuck = StuckPartitions(
+        history.committed_standing,
+        [&](const kafka::TopicPartition& tp) {
+          return std::binary_search(waiting.begin(), waiting.end(), tp);
+        },
+        now, stuck_after);
     for (const kafka::TopicPartition& tp : f.stuck) f.stuck_partitions.push_back(PartitionName(tp));
     return f;
   }

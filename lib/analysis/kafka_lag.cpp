@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "analysis/topic_cursor.h"
+
 namespace lagsight::analysis {
 
 PartitionLag ComputePartitionLag(std::int32_t partition, std::optional<std::int64_t> committed,
@@ -44,22 +46,20 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
       TopicLag topic_lag;
       topic_lag.topic = topic;
       topic_lag.partitions.reserve(static_cast<std::size_t>(std::max(count->second, 0)));
+      TopicCursor committed_of(group.committed, topic);
+      TopicCursor offsets_of(snapshot.partitions, topic);
       for (std::int32_t p = 0; p < count->second; ++p) {
-        const kafka::TopicPartition tp{topic, p};
-        const auto committed = group.committed.find(tp);
-        const auto offsets = snapshot.partitions.find(tp);
+        const std::int64_t* committed = committed_of.Find(p);
+        const kafka::PartitionOffsets* offsets = offsets_of.Find(p);
         PartitionLag partition = ComputePartitionLag(
-            p,
-            committed == group.committed.end() ? std::nullopt
-                                               : std::optional<std::int64_t>(committed->second),
-            offsets == snapshot.partitions.end() ? kafka::PartitionOffsets{} : offsets->second,
-            group.read_committed);
+            p, committed == nullptr ? std::nullopt : std::optional<std::int64_t>(*committed),
+            offsets == nullptr ? kafka::PartitionOffsets{} : *offsets, group.read_committed);
         if (partition.position == CommitPosition::kNoCommit) ++topic_lag.uncommitted_partitions;
         // Read to the end: only a transaction's commit marker is left, which no consumer gets.
         if (partition.lag && *partition.lag > 0) {
-          partition.lag = kafka::UnreadRecords(
-              snapshot, tp, *partition.committed,
-              *kafka::ReadableEnd(offsets->second, group.read_committed), group.read_committed);
+          partition.lag = kafka::UnreadRecords(snapshot, {topic, p}, *partition.committed,
+                                               *kafka::ReadableEnd(*offsets, group.read_committed),
+                                               group.read_committed);
         }
         if (partition.lag) {
           topic_lag.lag_sum += *partition.lag;

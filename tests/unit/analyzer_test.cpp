@@ -1002,3 +1002,66 @@ TEST_CASE(
   RunJobWithoutGroup(stated, 90, 1000);
   CHECK(World::CauseOf(*stated.last_, "", "job-1") == Cause::kOffsetsMissing);
 }
+
+// Topics whose names share a prefix or sort next to each other, each partition with its own pace:
+// the lag in seconds of each comes from its own log-end history (walked topic by topic), and a
+// partition the poll did not read starts its history afresh when it is read again.
+TEST_CASE("lag in seconds: each partition from its own history, a gap starts it afresh",
+          "[analysis]") {
+  analysis::Analyzer analyzer{config::DiagnosisConfig{}};
+  analysis::KafkaPoll previous;
+  // Records a second arriving on each partition; the group's offsets never move.
+  const std::vector<std::pair<kafka::TopicPartition, std::int64_t>> paces{
+      {{"a", 0}, 1}, {{"a", 1}, 2}, {{"a-b", 0}, 4}, {{"ab", 0}, 5}};
+  const double start = 1'000'000;
+  std::shared_ptr<const analysis::Findings> findings;
+  const auto poll = [&](int second, bool read_a1) {
+    kafka::KafkaSnapshot snapshot;
+    snapshot.topic_partitions = {{"a", 2}, {"a-b", 1}, {"ab", 1}};
+    snapshot.all_topics = {"a", "a-b", "ab"};
+    kafka::ConsumerGroup group;
+    group.id = "g";
+    group.state = "empty";
+    group.kind = kafka::GroupKind::kSimple;
+    group.members = 0;
+    for (const auto& [tp, pace] : paces) {
+      group.committed[tp] = 100;  // the first poll's log end: every later record is unread
+      if (tp == kafka::TopicPartition{"a", 1} && !read_a1) continue;
+      snapshot.partitions[tp] = {0, 100 + pace * second};
+    }
+    snapshot.groups.push_back(group);
+    previous = analysis::DeriveKafkaPoll(std::move(snapshot), previous);
+    analysis::SourcesView view;
+    view.kafka["prod"] = previous;
+    findings = analyzer.ObserveKafka("prod", view, start + second);
+  };
+  const auto seconds_of = [&](const std::string& topic, std::int32_t partition) {
+    for (const auto& group : findings->kafka.at("prod")->groups) {
+      for (const auto& lag_seconds : group.lag_seconds) {
+        if (lag_seconds.topic != topic) continue;
+        for (const auto& entry : lag_seconds.partitions) {
+          if (entry.partition == partition) return std::optional(entry.value);
+        }
+      }
+    }
+    return std::optional<analysis::LagSeconds>();
+  };
+  for (int second = 0; second <= 10; ++second) poll(second, true);
+  // The record at offset 100 was written 1/pace seconds after the first poll.
+  for (const auto& [tp, pace] : paces) {
+    INFO(tp.topic << "/" << tp.partition);
+    const auto value = seconds_of(tp.topic, tp.partition);
+    REQUIRE(value);
+    CHECK(value->method == analysis::LagSecondsMethod::kInterpolated);
+    CHECK(value->seconds == Approx(10.0 - 1.0 / static_cast<double>(pace)));
+  }
+  poll(11, false);  // a/1 not read: no lag, so no lag in seconds
+  CHECK_FALSE(seconds_of("a", 1));
+  poll(12, true);
+  // Its history begins again now: the record is at least as old as that, no older is known.
+  const auto again = seconds_of("a", 1);
+  REQUIRE(again);
+  CHECK(again->method == analysis::LagSecondsMethod::kLowerBound);
+  CHECK(again->seconds == 0);
+  CHECK(seconds_of("a-b", 0)->seconds == Approx(12.0 - 1.0 / 4));
+}

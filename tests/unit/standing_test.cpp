@@ -47,3 +47,22 @@ TEST_CASE("standing: partitions that come and go keep the others' times", "[anal
   UpdateStanding(standing, CommittedOffsets{}, 400);
   CHECK(standing.empty());
 }
+
+TEST_CASE("standing: each offset is visited with its own partition's standing, or none",
+          "[analysis]") {
+  StandingOffsets standing;
+  UpdateStanding(standing, CommittedOffsets{{{"a", 1}, 10}, {{"a-b", 0}, 20}, {{"ab", 0}, 30}},
+                 100);
+  // a/0 and b/0 are new; "a-b" sorts between "a" and "ab", and each keeps its own entry.
+  const CommittedOffsets now{{{"a", 0}, 1}, {{"a", 1}, 11}, {{"a-b", 0}, 21}, {{"b", 0}, 2}};
+  std::vector<std::pair<std::string, std::optional<std::int64_t>>> seen;
+  lagsight::analysis::ForEachWithStanding(
+      standing, now,
+      [&](const lagsight::kafka::TopicPartition& tp, std::int64_t, const Standing* before) {
+        seen.emplace_back(tp.topic + "/" + std::to_string(tp.partition),
+                          before != nullptr ? std::optional(before->offset) : std::nullopt);
+      });
+  const std::vector<std::pair<std::string, std::optional<std::int64_t>>> expected{
+      {"a/0", std::nullopt}, {"a/1", 10}, {"a-b/0", 20}, {"b/0", std::nullopt}};
+  CHECK(seen == expected);
+}
