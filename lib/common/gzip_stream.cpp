@@ -76,6 +76,13 @@ void RunDeflater::Append(std::string_view text, std::string_view preceding, Defl
   out.resize(used);
 }
 
+void AppendRun(DeflatedRun& run, const DeflatedRun& more) {
+  run.bytes += more.bytes;
+  run.crc32 = static_cast<std::uint32_t>(
+      crc32_combine(run.crc32, more.crc32, static_cast<z_off_t>(more.text_size)));
+  run.text_size += more.text_size;
+}
+
 GzipJoiner::GzipJoiner(std::size_t expected_bytes) {
   // 10 bytes of header (no name, no time; XFL 4: fastest level; OS 3: Unix), 2 of final block,
   // 8 of trailer.

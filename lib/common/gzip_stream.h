@@ -30,6 +30,9 @@ struct DeflatedRun {
   std::uint64_t text_size = 0;
 };
 
+// Lays `more` after `run`: one run of the two texts, in that order.
+void AppendRun(DeflatedRun& run, const DeflatedRun& more);
+
 // One gzip member and the length of the text it holds (what Content-Length is when it is sent
 // inflated).
 struct GzippedText {

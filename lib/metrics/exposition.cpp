@@ -119,6 +119,28 @@ void FamilyBuilder::Add(const MetricDef& def, const LabelText& shared,
   EndLine(family, value);
 }
 
+void FamilyBuilder::Append(FamilyBuilder&& other) {
+  for (auto& [name, theirs] : other.families_) {
+    Family& ours = FamilyOf(*theirs.def);
+    if (theirs.compressed.text_size == 0) {
+      // All their lines are pending: they follow ours as if added here.
+      ours.pending += theirs.pending;
+      if (ours.pending.size() - ours.dictionary >= kPieceBytes) Compress(ours);
+      continue;
+    }
+    // Ours are compressed up to their last line, then theirs follow: their first piece refers
+    // to nothing before it, as it was compressed not knowing what would precede it.
+    Compress(ours);
+    AppendRun(ours.compressed, theirs.compressed);
+    ours.pending = std::move(theirs.pending);
+    ours.dictionary = theirs.dictionary;
+  }
+  series_ += other.series_;
+  other.families_.clear();
+  other.by_def_.clear();
+  other.series_ = 0;
+}
+
 void FamilyBuilder::Compress(Family& family) {
   std::string& pending = family.pending;
   const std::string_view text(pending);

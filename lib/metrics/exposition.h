@@ -66,6 +66,11 @@ class FamilyBuilder {
   // Series added so far, over all families.
   std::size_t series() const { return series_; }
 
+  // Adds `other`'s samples after this builder's, family by family: the exposition is the one
+  // this builder would have made had other's samples been added to it after its own. Builders
+  // filled on several threads, one each, join this way (see AppendKafkaMetrics).
+  void Append(FamilyBuilder&& other);
+
   // The exposition as one gzip member: families sorted by name, each with its HELP and TYPE,
   // samples in the order they were added. Throws std::runtime_error when zlib fails.
   GzippedText RenderGzip() &&;
