@@ -1,11 +1,15 @@
 #include "metrics/kafka_metrics.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <future>
 #include <iterator>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 
 namespace lagsight::metrics {
@@ -164,6 +168,8 @@ config::SeriesLevel ConfiguredLevel(const config::KafkaSeriesConfig& series,
   return config::SeriesLevel::kPartition;
 }
 
+using GroupLags = std::vector<analysis::GroupLag>;
+
 // One group-topic pair of the poll, in the order it is rendered.
 struct PairPlan {
   const analysis::TopicLag* topic = nullptr;
@@ -248,62 +254,12 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
   return plan;
 }
 
-}  // namespace
-
-KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
-                                  const analysis::KafkaPoll& poll,
-                                  const analysis::KafkaFindings* findings,
-                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out) {
-  KafkaSeriesUse use;
-  const Labels cluster_labels = {{"kafka_cluster", cluster}};
-  AppendPollStatus(kHealth, cluster_labels, status, out);
-  if (poll.snapshot == nullptr || poll.lags == nullptr) return use;
-  const kafka::KafkaSnapshot* snapshot = poll.snapshot.get();
-  const std::vector<analysis::GroupLag>* lags = poll.lags.get();
-  const analysis::OffsetRegressionCounts* regressions = poll.regression_counts.get();
-
-  out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
-  if (snapshot->offsets_retention_seconds) {
-    out.Add(kRetention, cluster_labels, *snapshot->offsets_retention_seconds);
-  }
-  for (const kafka::BootstrapIdentity& bootstrap : snapshot->bootstraps) {
-    if (!bootstrap.cluster_id) continue;
-    out.Add(kBootstrapClusterInfo,
-            {{"kafka_cluster", cluster},
-             {"bootstrap", bootstrap.address},
-             {"cluster_id", *bootstrap.cluster_id}},
-            1);
-  }
-  out.Add(kClusterMismatch, cluster_labels, kafka::ClusterMismatch(*snapshot) ? 1 : 0);
-  out.Add(kTimestampFetches, cluster_labels,
-          static_cast<double>(snapshot->record_timestamp_fetches_total));
-  out.Add(kTimestampCacheEntries, cluster_labels,
-          static_cast<double>(snapshot->record_timestamp_cache_entries));
-  for (const auto& [tp, offsets] : snapshot->partitions) {
-    const Labels labels = {{"kafka_cluster", cluster},
-                           {"topic", tp.topic},
-                           {"partition", std::to_string(tp.partition)}};
-    if (offsets.log_end) out.Add(kLatestOffset, labels, static_cast<double>(*offsets.log_end));
-    if (offsets.log_start)
-      out.Add(kEarliestOffset, labels, static_cast<double>(*offsets.log_start));
-    if (offsets.last_stable) {
-      out.Add(kLastStableOffset, labels, static_cast<double>(*offsets.last_stable));
-    }
-  }
-  for (const kafka::ConsumerGroup& group : snapshot->groups) {
-    out.Add(kGroupInfo,
-            {{"kafka_cluster", cluster},
-             {"group", group.id},
-             {"state", group.state},
-             {"kind", kafka::GroupKindName(group.kind)}},
-            1);
-    if (group.members) {
-      out.Add(kGroupMembers, {{"kafka_cluster", cluster}, {"group", group.id}}, *group.members);
-    }
-  }
-  const std::vector<PairPlan> plan = PlanPairs(*lags, findings, series, use);
-  auto pair = plan.begin();
-  for (const analysis::GroupLag& group : *lags) {
+// The group series of the groups in [begin, end), whose pairs' plan starts at `pair`.
+void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator begin,
+                       GroupLags::const_iterator end, std::vector<PairPlan>::const_iterator pair,
+                       const config::KafkaSeriesConfig& series, FamilyBuilder& out) {
+  for (auto group_at = begin; group_at != end; ++group_at) {
+    const analysis::GroupLag& group = *group_at;
     const Labels group_labels = {{"kafka_cluster", cluster}, {"group", group.group}};
     if (group.max_lag) out.Add(kMaxLag, group_labels, static_cast<double>(*group.max_lag));
     std::int64_t lag_sum = 0;
@@ -357,6 +313,121 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
       }
     }
   }
+}
+
+// Renders at a million group-partitions took a second or more of one core (README "Measured"),
+// most of it deflate, while the other cores idled. With this many series or more, the groups are
+// split among threads, each rendering its share into a builder of its own, joined in order.
+constexpr std::size_t kSeriesPerThread = 250'000;
+constexpr int kMostThreads = 4;
+
+int ThreadsFor(std::size_t series) {
+  cpu_set_t cpus;
+  const int available = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return static_cast<int>(std::clamp<std::size_t>(
+      std::min<std::size_t>(series / kSeriesPerThread, static_cast<std::size_t>(available)), 1,
+      kMostThreads));
+}
+
+void AppendGroupSeriesOnThreads(const std::string& cluster, const GroupLags& lags,
+                                const std::vector<PairPlan>& plan,
+                                const config::KafkaSeriesConfig& series, int threads,
+                                FamilyBuilder& out) {
+  const std::size_t slices = std::min(lags.size(), static_cast<std::size_t>(std::max(threads, 1)));
+  if (slices <= 1) {
+    AppendGroupSeries(cluster, lags.begin(), lags.end(), plan.begin(), series, out);
+    return;
+  }
+  // Contiguous slices of groups in their order, so the joined families hold their samples in the
+  // order one builder would have; each slice's plan starts after the pairs of those before.
+  const auto boundary = [&](std::size_t slice) {
+    return lags.begin() + static_cast<std::ptrdiff_t>(lags.size() * slice / slices);
+  };
+  // Declared before the futures: an exception below waits for every thread (a future of
+  // std::async waits when destroyed) before their builders go.
+  std::vector<FamilyBuilder> builders(slices - 1);
+  std::vector<std::future<void>> rendering;
+  auto pair = plan.begin();
+  for (std::size_t slice = 0; slice < slices; ++slice) {
+    const auto begin = boundary(slice);
+    const auto end = boundary(slice + 1);
+    if (slice > 0) {
+      const auto render = [&cluster, &series, &builders, begin, end, pair, slice] {
+        AppendGroupSeries(cluster, begin, end, pair, series, builders[slice - 1]);
+      };
+      try {
+        rendering.push_back(std::async(std::launch::async, render));
+      } catch (const std::system_error&) {
+        render();  // no thread to be had: this one renders the slice
+      }
+    }
+    for (auto group = begin; group != end; ++group) {
+      pair += static_cast<std::ptrdiff_t>(group->topics.size());
+    }
+  }
+  AppendGroupSeries(cluster, boundary(0), boundary(1), plan.begin(), series, out);
+  for (std::future<void>& slice : rendering) slice.wait();
+  for (std::future<void>& slice : rendering) slice.get();  // the first failure, rethrown
+  for (FamilyBuilder& builder : builders) out.Append(std::move(builder));
+}
+
+}  // namespace
+
+KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
+                                  const analysis::KafkaPoll& poll,
+                                  const analysis::KafkaFindings* findings,
+                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out,
+                                  int threads) {
+  KafkaSeriesUse use;
+  const Labels cluster_labels = {{"kafka_cluster", cluster}};
+  AppendPollStatus(kHealth, cluster_labels, status, out);
+  if (poll.snapshot == nullptr || poll.lags == nullptr) return use;
+  const kafka::KafkaSnapshot* snapshot = poll.snapshot.get();
+  const std::vector<analysis::GroupLag>* lags = poll.lags.get();
+  const analysis::OffsetRegressionCounts* regressions = poll.regression_counts.get();
+
+  out.Add(kPartialErrors, cluster_labels, static_cast<double>(snapshot->partial_errors.size()));
+  if (snapshot->offsets_retention_seconds) {
+    out.Add(kRetention, cluster_labels, *snapshot->offsets_retention_seconds);
+  }
+  for (const kafka::BootstrapIdentity& bootstrap : snapshot->bootstraps) {
+    if (!bootstrap.cluster_id) continue;
+    out.Add(kBootstrapClusterInfo,
+            {{"kafka_cluster", cluster},
+             {"bootstrap", bootstrap.address},
+             {"cluster_id", *bootstrap.cluster_id}},
+            1);
+  }
+  out.Add(kClusterMismatch, cluster_labels, kafka::ClusterMismatch(*snapshot) ? 1 : 0);
+  out.Add(kTimestampFetches, cluster_labels,
+          static_cast<double>(snapshot->record_timestamp_fetches_total));
+  out.Add(kTimestampCacheEntries, cluster_labels,
+          static_cast<double>(snapshot->record_timestamp_cache_entries));
+  for (const auto& [tp, offsets] : snapshot->partitions) {
+    const Labels labels = {{"kafka_cluster", cluster},
+                           {"topic", tp.topic},
+                           {"partition", std::to_string(tp.partition)}};
+    if (offsets.log_end) out.Add(kLatestOffset, labels, static_cast<double>(*offsets.log_end));
+    if (offsets.log_start)
+      out.Add(kEarliestOffset, labels, static_cast<double>(*offsets.log_start));
+    if (offsets.last_stable) {
+      out.Add(kLastStableOffset, labels, static_cast<double>(*offsets.last_stable));
+    }
+  }
+  for (const kafka::ConsumerGroup& group : snapshot->groups) {
+    out.Add(kGroupInfo,
+            {{"kafka_cluster", cluster},
+             {"group", group.id},
+             {"state", group.state},
+             {"kind", kafka::GroupKindName(group.kind)}},
+            1);
+    if (group.members) {
+      out.Add(kGroupMembers, {{"kafka_cluster", cluster}, {"group", group.id}}, *group.members);
+    }
+  }
+  const std::vector<PairPlan> plan = PlanPairs(*lags, findings, series, use);
+  AppendGroupSeriesOnThreads(cluster, *lags, plan, series,
+                             threads > 0 ? threads : ThreadsFor(use.wanted_series), out);
   out.Add(kDetailSeries, cluster_labels, static_cast<double>(use.detail_series));
   if (series.budget > 0) {
     out.Add(kSeriesBudget, cluster_labels, static_cast<double>(series.budget));

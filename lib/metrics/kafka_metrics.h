@@ -34,9 +34,12 @@ struct KafkaSeriesUse {
 // lag in seconds per partition. `series` says at which level each group-topic pair is exported:
 // partition (every series), topic (lag sum and uncommitted count), or group (only the group's
 // own series); out-of-range flags and regression counters are exported at every level.
+// `threads`: how many threads render the group series (0: one per 250,000 series, at most 4
+// and at most the CPUs lagsight may run on); the exposition is the same whatever it is.
 KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& status,
                                   const analysis::KafkaPoll& poll,
                                   const analysis::KafkaFindings* findings,
-                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out);
+                                  const config::KafkaSeriesConfig& series, FamilyBuilder& out,
+                                  int threads = 0);
 
 }  // namespace lagsight::metrics

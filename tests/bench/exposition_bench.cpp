@@ -2,8 +2,9 @@
 // and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
 // Prints numbers; asserts nothing (speed goals live here, not in timed tests). `level` is the
 // series granularity of every group (config series.granularity): partition (default), topic,
-// group; or "lean": partition level without committed offsets.
-//   build/tests/bench/exposition_bench [groups] [partitions_per_group] [level]
+// group; or "lean": partition level without committed offsets. `threads` renders the group series
+// on that many threads (0: as the daemon chooses, from the series and the CPUs).
+//   build/tests/bench/exposition_bench [groups] [partitions_per_group] [level] [threads]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int partitions = argc > 2 ? std::atoi(argv[2]) : 50;
   const std::string level = argc > 3 ? argv[3] : "partition";
+  const int threads = argc > 4 ? std::atoi(argv[4]) : 0;
   config::KafkaSeriesConfig series;
   if (level == "topic" || level == "group") {
     series.granularity.push_back(
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
   const auto poll = analysis::DeriveKafkaPoll(std::move(snapshot), {});
   const auto analysed = std::chrono::steady_clock::now();
   metrics::FamilyBuilder builder;
-  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, nullptr, series, builder);
+  metrics::AppendKafkaMetrics("bench", {true, 1, 1, 1, 0}, poll, nullptr, series, builder, threads);
   const std::size_t series_count = builder.series();
   const auto built = std::chrono::steady_clock::now();
   // What the daemon publishes: the families, compressed as they were built, joined.

@@ -216,3 +216,65 @@ TEST_CASE(
   CHECK(Has(rendered.text,
             "lagsight_kafka_group_sum_lag_records{kafka_cluster=\"prod\",group=\"small\"} 10"));
 }
+
+// Enough groups that each thread's share of a family is compressed in pieces of its own (more
+// than FamilyBuilder::kPieceBytes), with lag in seconds for some, partition-level series for
+// others, and a coarser level for a few.
+TEST_CASE("rendered on several threads, the exposition is byte for byte that of one thread",
+          "[metrics]") {
+  kafka::KafkaSnapshot snapshot;
+  analysis::KafkaFindings findings;
+  for (int g = 0; g < 900; ++g) {
+    kafka::ConsumerGroup group;
+    group.id = "flink-job-with-a-long-name-" + std::to_string(g);
+    group.state = "empty";
+    group.kind = kafka::GroupKind::kSimple;
+    const std::string topic = "topic-" + std::to_string(g % 7);
+    for (int p = 0; p < 30; ++p) {
+      if ((g + p) % 11 != 0) group.committed[{topic, p}] = 1000 + g + p;  // some uncommitted
+    }
+    snapshot.groups.push_back(group);
+    if (g % 3 == 0) {
+      analysis::GroupFindings found;
+      found.group = group.id;
+      analysis::TopicLagSeconds seconds{topic, {}};
+      for (int p = 0; p < 30; p += 2) {
+        seconds.partitions.push_back({p, {0.5 * g + p, analysis::LagSecondsMethod::kInterpolated}});
+      }
+      found.lag_seconds.push_back(seconds);
+      findings.groups.push_back(found);
+    }
+  }
+  for (int t = 0; t < 7; ++t) {
+    const std::string topic = "topic-" + std::to_string(t);
+    snapshot.topic_partitions[topic] = 30;
+    for (int p = 0; p < 30; ++p) snapshot.partitions[{topic, p}] = {0, 5000 + 13 * p + t};
+  }
+  analysis::KafkaPoll poll;
+  poll.snapshot = std::make_shared<const kafka::KafkaSnapshot>(snapshot);
+  poll.lags =
+      std::make_shared<const std::vector<analysis::GroupLag>>(analysis::ComputeGroupLags(snapshot));
+  config::KafkaSeriesConfig series;
+  series.granularity.push_back({config::Pattern::Compile("flink-job-with-a-long-name-1.*").value(),
+                                std::nullopt, config::SeriesLevel::kTopic});
+  // A family before the Kafka ones, as the daemon's builder holds (kept: the builder refers to it).
+  static constexpr metrics::MetricDef kBefore{"lagsight_up", "Before the Kafka series.",
+                                              prometheus::MetricType::Gauge};
+  const auto render = [&](int threads) {
+    metrics::FamilyBuilder builder;
+    builder.Add(kBefore, {}, 1);
+    metrics::AppendKafkaMetrics("prod", {true, 1, 1, 1, 0}, poll, &findings, series, builder,
+                                threads);
+    const std::size_t count = builder.series();
+    std::string text = std::move(builder).Render();  // gunzipped: its CRC and length checked
+    return std::pair(count, text);
+  };
+  const auto [one_count, one] = render(1);
+  REQUIRE(one.size() > 3 * 4 * metrics::FamilyBuilder::kPieceBytes);
+  for (const int threads : {2, 3, 4, 7}) {
+    INFO(threads << " threads");
+    const auto [count, text] = render(threads);
+    CHECK(count == one_count);
+    CHECK((text == one));  // not expanded: a mismatch would print megabytes
+  }
+}
