@@ -86,24 +86,20 @@ void AppendRun(DeflatedRun& run, const DeflatedRun& more) {
 GzipJoiner::GzipJoiner(std::size_t expected_bytes) {
   // 10 bytes of header (no name, no time; XFL 4: fastest level; OS 3: Unix), 2 of final block,
   // 8 of trailer.
-  out_.bytes.reserve(expected_bytes + 20);
-  out_.bytes.assign("\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03", 10);
+  joined_.bytes.reserve(expected_bytes + 20);
+  joined_.bytes.assign("\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03", 10);
 }
 
-void GzipJoiner::Add(const DeflatedRun& run) {
-  out_.bytes += run.bytes;
-  crc32_ = static_cast<std::uint32_t>(
-      crc32_combine(crc32_, run.crc32, static_cast<z_off_t>(run.text_size)));
-  out_.text_size += run.text_size;
-}
+void GzipJoiner::Add(const DeflatedRun& run) { AppendRun(joined_, run); }
 
 GzippedText GzipJoiner::Finish() && {
   // The final block: fixed Huffman codes (BFINAL 1, BTYPE 01) holding only the end-of-block
   // code (seven 0 bits), RFC 1951 3.2.6.
-  out_.bytes.append("\x03\x00", 2);
-  AppendLittleEndian32(crc32_, out_.bytes);
-  AppendLittleEndian32(static_cast<std::uint32_t>(out_.text_size & 0xffffffffu), out_.bytes);
-  return std::move(out_);
+  std::string& out = joined_.bytes;
+  out.append("\x03\x00", 2);
+  AppendLittleEndian32(joined_.crc32, out);
+  AppendLittleEndian32(static_cast<std::uint32_t>(joined_.text_size & 0xffffffffu), out);
+  return {std::move(out), joined_.text_size};
 }
 
 GzipReader::GzipReader(std::string_view gzip) : stream_(new z_stream{}) {

@@ -69,8 +69,8 @@ class GzipJoiner {
   GzippedText Finish() &&;
 
  private:
-  GzippedText out_;
-  std::uint32_t crc32_ = 0;
+  // The header, then the runs laid end to end (AppendRun), with their CRC-32 and length.
+  DeflatedRun joined_;
 };
 
 // Reads one gzip member a buffer at a time. Owns its z_stream (~40 KiB); the bytes must outlive
