@@ -1,0 +1,280 @@
+#include "kafka/offset_fetch_client.h"
+
+// clang-format off
+// First: Boost 1.74's awaitable.hpp needs <utility> before it.
+#include "common/awaitable.h"
+// clang-format on
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <cctype>
+#include <memory>
+#include <unordered_map>
+
+#include "kafka/wire.h"
+
+namespace lagsight::kafka {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Address {
+  std::string host;
+  std::string port;
+};
+
+// "host:port", "[v6]:port" or "host", after an optional "proto://" (librdkafka accepts all).
+Address ParseAddress(std::string_view server) {
+  if (const auto scheme = server.find("://"); scheme != std::string_view::npos) {
+    server.remove_prefix(scheme + 3);
+  }
+  if (!server.empty() && server.front() == '[') {
+    const auto close = server.find(']');
+    if (close != std::string_view::npos) {
+      const std::string_view rest = server.substr(close + 1);
+      return {std::string(server.substr(1, close - 1)),
+              rest.size() > 1 && rest.front() == ':' ? std::string(rest.substr(1)) : "9092"};
+    }
+  }
+  const auto colon = server.rfind(':');
+  if (colon == std::string_view::npos) return {std::string(server), "9092"};
+  return {std::string(server.substr(0, colon)), std::string(server.substr(colon + 1))};
+}
+
+bool Supports(const std::map<std::int16_t, wire::VersionRange>& versions, std::int16_t api,
+              std::int16_t version) {
+  const auto found = versions.find(api);
+  return found != versions.end() && found->second.min <= version && version <= found->second.max;
+}
+
+// One Fetch: its io_context, the answers, and the work left. Declared so that the io_context
+// (and with it every coroutine frame still pending at a timeout) goes before what they refer to.
+struct Session {
+  const BatchedOffsetFetcherOptions& options;
+  std::chrono::milliseconds request_timeout;
+  const std::vector<std::string>& ids;
+  BatchedOffsets answer;
+  std::int32_t next_correlation_id = 1;
+  asio::io_context io{1};
+
+  struct Batch {
+    std::vector<std::size_t> indices;  // into ids
+  };
+  // The batches of one coordinator, taken in turn by its connections.
+  struct CoordinatorWork {
+    Address address;
+    std::vector<Batch> batches;
+    std::size_t next = 0;
+  };
+
+  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(Address address) {
+    const auto deadline = Clock::now() + request_timeout;
+    beast::error_code error;
+    tcp::resolver resolver(io);
+    asio::steady_timer resolve_timer(io, deadline);
+    resolve_timer.async_wait([&resolver](beast::error_code timer_error) {
+      if (!timer_error) resolver.cancel();
+    });
+    const auto endpoints = co_await resolver.async_resolve(
+        address.host, address.port, asio::redirect_error(asio::use_awaitable, error));
+    resolve_timer.cancel();
+    const std::string where = address.host + ":" + address.port;
+    if (error) co_return Error{"resolving " + where + ": " + error.message()};
+    auto stream = std::make_unique<beast::tcp_stream>(io);
+    stream->expires_at(deadline);
+    co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"connecting to " + where + ": " + error.message()};
+    stream->socket().set_option(tcp::no_delay(true), error);
+    co_return stream;
+  }
+
+  // Sends one request frame and reads the answer's payload.
+  asio::awaitable<Result<wire::Bytes>> Exchange(beast::tcp_stream& stream,
+                                                const wire::Bytes& request) {
+    beast::error_code error;
+    stream.expires_after(request_timeout);
+    co_await asio::async_write(stream, asio::buffer(request),
+                               asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"sending: " + error.message()};
+    std::array<std::uint8_t, 4> prefix{};
+    co_await asio::async_read(stream, asio::buffer(prefix),
+                              asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"reading: " + error.message()};
+    const std::int32_t size = wire::FrameSize(prefix);
+    if (size <= 0 || static_cast<std::size_t>(size) > options.max_response_bytes) {
+      co_return Error{"answer of " + std::to_string(size) + " bytes"};
+    }
+    wire::Bytes payload(static_cast<std::size_t>(size));
+    co_await asio::async_read(stream, asio::buffer(payload),
+                              asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"reading: " + error.message()};
+    co_return payload;
+  }
+
+  // Connects to `address` and checks the broker there speaks the batched requests.
+  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Open(Address address) {
+    auto stream = co_await Connect(address);
+    if (!stream) co_return stream.error();
+    const std::int32_t id = next_correlation_id++;
+    auto payload = co_await Exchange(**stream, wire::ApiVersionsRequest(id, options.client_id));
+    if (!payload) co_return Error{"ApiVersions: " + payload.error().message};
+    auto versions = wire::ParseApiVersionsResponse(*payload, id);
+    if (!versions) co_return versions.error();
+    if (!Supports(*versions, wire::kFindCoordinator, wire::kFindCoordinatorVersion) ||
+        !Supports(*versions, wire::kOffsetFetch, wire::kOffsetFetchVersion)) {
+      co_return Error{"the broker at " + address.host + ":" + address.port +
+                      " predates OffsetFetch v8 and FindCoordinator v4 (Kafka 3.0, KIP-709)"};
+    }
+    co_return stream;
+  }
+
+  // One connection to a coordinator, taking its batches until none is left.
+  asio::awaitable<void> Drain(std::shared_ptr<CoordinatorWork> work) {
+    auto stream = co_await Open(work->address);
+    if (!stream) co_return;  // its batches go to the coordinator's other connections, or back
+    while (work->next < work->batches.size()) {
+      const Batch& batch = work->batches[work->next++];
+      std::vector<std::string_view> groups;
+      std::unordered_map<std::string_view, std::size_t> index_of;
+      for (std::size_t index : batch.indices) {
+        groups.push_back(ids[index]);
+        index_of.emplace(ids[index], index);
+      }
+      const std::int32_t id = next_correlation_id++;
+      auto payload =
+          co_await Exchange(**stream, wire::OffsetFetchRequest(id, options.client_id, groups));
+      if (!payload) co_return;
+      auto fetched = wire::ParseOffsetFetchResponse(*payload, id);
+      if (!fetched) co_return;
+      ++answer.requests;
+      for (wire::FetchedGroup& group : *fetched) {
+        const auto found = index_of.find(group.group);
+        if (found == index_of.end()) continue;
+        if (group.error_code != 0 || group.partition_error_code != 0) continue;
+        CommittedOffsets::sequence_type entries;
+        entries.reserve(group.offsets.size());
+        for (auto& [partition, offset] : group.offsets) {
+          // -1: no commit for this partition; leave it out, as the per-group path does.
+          if (offset >= 0) entries.emplace_back(std::move(partition), offset);
+        }
+        CommittedOffsets offsets;
+        offsets.adopt_sequence(std::move(entries));  // sorts; Kafka names each partition once
+        answer.offsets[found->second] = std::move(offsets);
+      }
+    }
+  }
+
+  asio::awaitable<void> Run() {
+    // A bootstrap server that speaks the batched requests locates the coordinators.
+    std::unique_ptr<beast::tcp_stream> bootstrap;
+    std::string failures;
+    for (const std::string& server : options.bootstrap_servers) {
+      auto stream = co_await Open(ParseAddress(server));
+      if (stream) {
+        bootstrap = std::move(stream).value();
+        break;
+      }
+      failures += (failures.empty() ? "" : "; ") + stream.error().message;
+    }
+    if (!bootstrap) {
+      answer.failure = failures.empty() ? "no bootstrap server" : failures;
+      co_return;
+    }
+
+    // node id -> the coordinator's work; groups whose coordinator is not known are left out.
+    std::map<std::int32_t, std::shared_ptr<CoordinatorWork>> work;
+    constexpr std::size_t kKeysPerRequest = 1000;
+    std::unordered_map<std::string_view, std::size_t> index_of;
+    for (std::size_t index = 0; index < ids.size(); ++index) index_of.emplace(ids[index], index);
+    for (std::size_t begin = 0; begin < ids.size(); begin += kKeysPerRequest) {
+      std::vector<std::string_view> keys(
+          ids.begin() + static_cast<std::ptrdiff_t>(begin),
+          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), begin + kKeysPerRequest)));
+      const std::int32_t id = next_correlation_id++;
+      auto payload =
+          co_await Exchange(*bootstrap, wire::FindCoordinatorRequest(id, options.client_id, keys));
+      if (!payload) {
+        answer.failure = "FindCoordinator: " + payload.error().message;
+        co_return;
+      }
+      auto coordinators = wire::ParseFindCoordinatorResponse(*payload, id);
+      if (!coordinators) {
+        answer.failure = coordinators.error().message;
+        co_return;
+      }
+      for (const wire::Coordinator& coordinator : *coordinators) {
+        const auto found = index_of.find(coordinator.group);
+        if (found == index_of.end() || coordinator.error_code != 0) continue;
+        auto& node = work[coordinator.node_id];
+        if (!node) {
+          node = std::make_shared<CoordinatorWork>();
+          node->address = {coordinator.host, std::to_string(coordinator.port)};
+        }
+        if (node->batches.empty() ||
+            node->batches.back().indices.size() >= options.groups_per_request) {
+          node->batches.emplace_back();
+        }
+        node->batches.back().indices.push_back(found->second);
+      }
+    }
+    for (auto& [node_id, node] : work) {
+      const auto connections = std::min<std::size_t>(
+          node->batches.size(),
+          static_cast<std::size_t>(std::max(1, options.connections_per_coordinator)));
+      for (std::size_t c = 0; c < connections; ++c) {
+        asio::co_spawn(io, Drain(node), asio::detached);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> BatchedOffsetFetcher::Unsupported(
+    const std::map<std::string, std::string>& properties) {
+  const auto protocol = properties.find("security.protocol");
+  if (protocol == properties.end()) return std::nullopt;
+  std::string name = protocol->second;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (name == "plaintext") return std::nullopt;
+  return "security.protocol " + protocol->second + " (the batched fetch speaks PLAINTEXT only)";
+}
+
+BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
+    : options_(std::move(options)) {}
+
+BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
+                                           std::chrono::milliseconds request_timeout,
+                                           std::chrono::milliseconds total_timeout) {
+  Session session{options_, request_timeout, ids, {}};
+  session.answer.offsets.resize(ids.size());
+  if (ids.empty()) return std::move(session.answer);
+  asio::co_spawn(session.io, session.Run(), asio::detached);
+  session.io.run_for(total_timeout);
+  // Still running at the deadline: the pending coroutines are dropped with the io_context, and
+  // whatever they had not answered goes to the per-group path.
+  if (!session.io.stopped()) {
+    session.io.stop();
+    if (session.answer.failure.empty() && session.answer.requests == 0) {
+      session.answer.failure = "no answer within " + std::to_string(total_timeout.count()) + "ms";
+    }
+  }
+  return std::move(session.answer);
+}
+
+}  // namespace lagsight::kafka

@@ -1,0 +1,68 @@
+// BatchedOffsetFetcher: reads the committed offsets of many groups with a few OffsetFetch v8
+// requests (KIP-709, Kafka 3.0+) over connections of its own, where librdkafka 2.0.2 sends one
+// request per group.
+//
+// Why by hand: librdkafka is the Kafka client of the stack, but its ListConsumerGroupOffsets takes
+// one group per call. At 2,000 groups on one broker those calls cost ~0.25 s of CPU a poll in
+// librdkafka's threads (perf, README "Measured"), half of lagsight's idle cost; a handful of
+// batched requests cost a few milliseconds. Everything else still goes through librdkafka.
+//
+// It answers only what it can answer exactly and leaves the rest to librdkafka's per-group path
+// (RdKafkaAdmin::ListCommittedOffsets): a group comes back nullopt when the broker predates
+// OffsetFetch v8, its coordinator is moving or loading, the group or one of its partitions
+// carries an error code, a connection fails or the time runs out. So error messages, retries and
+// anything unusual stay librdkafka's. Only for clusters reached over PLAINTEXT (see Supports);
+// SASL and TLS clusters keep the per-group path.
+//
+// Blocking, bounded by the timeouts it is given; runs its own io_context on the calling thread.
+// Connections last one Fetch. Not thread-safe: one poll at a time.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kafka/snapshot.h"
+
+namespace lagsight::kafka {
+
+struct BatchedOffsetFetcherOptions {
+  std::vector<std::string> bootstrap_servers;  // host:port, [v6]:port, optionally proto://
+  std::string client_id = "lagsight";
+  // Connections per coordinator, each with one request in flight (a broker answers a
+  // connection's requests one at a time).
+  int connections_per_coordinator = 4;
+  // Groups per OffsetFetch: 200 groups of 50 partitions answer in ~220 KB.
+  std::size_t groups_per_request = 200;
+  std::size_t max_response_bytes = 64u << 20;
+};
+
+struct BatchedOffsets {
+  // One per requested id, in the same order; nullopt: not answered here.
+  std::vector<std::optional<CommittedOffsets>> offsets;
+  // Why no group was answered at all (the broker is too old, none of the bootstrap servers
+  // answered); empty otherwise.
+  std::string failure;
+  int requests = 0;  // OffsetFetch requests answered
+};
+
+class BatchedOffsetFetcher {
+ public:
+  // Why the client `properties` (librdkafka's) reach the cluster in a way this fetcher does not
+  // speak; nullopt for PLAINTEXT, the one it speaks.
+  static std::optional<std::string> Unsupported(
+      const std::map<std::string, std::string>& properties);
+
+  explicit BatchedOffsetFetcher(BatchedOffsetFetcherOptions options);
+
+  BatchedOffsets Fetch(const std::vector<std::string>& ids,
+                       std::chrono::milliseconds request_timeout,
+                       std::chrono::milliseconds total_timeout);
+
+ private:
+  BatchedOffsetFetcherOptions options_;
+};
+
+}  // namespace lagsight::kafka

@@ -1,0 +1,215 @@
+// BatchedOffsetFetcher against a fake broker (fault injection): what it answers itself and what it
+// leaves to librdkafka's per-group path. The real-broker evidence is tests/integration: every
+// group shape there is read through this fetcher and checked against Kafka's own tools.
+#include "kafka/offset_fetch_client.h"
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+using Bytes = std::vector<std::uint8_t>;
+using lagsight::kafka::BatchedOffsetFetcher;
+using lagsight::kafka::BatchedOffsetFetcherOptions;
+
+void Put(Bytes& bytes, std::uint64_t value, int width) {
+  for (int i = width - 1; i >= 0; --i) bytes.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+void PutCompact(Bytes& bytes, const std::string& text) {
+  bytes.push_back(static_cast<std::uint8_t>(text.size() + 1));  // short strings only
+  bytes.insert(bytes.end(), text.begin(), text.end());
+}
+
+// A broker on 127.0.0.1 that answers as `Behaviour` says, each connection on a thread of its own.
+// Coordinator of every group is itself. Group "moving" answers NOT_COORDINATOR in FindCoordinator;
+// every other group has orders/0 committed at 42 and orders/1 uncommitted.
+class FakeBroker {
+ public:
+  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3 };
+
+  explicit FakeBroker(Behaviour behaviour)
+      : behaviour_(behaviour),
+        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    port_ = acceptor_.local_endpoint().port();
+    accepting_ = std::thread([this] {
+      for (;;) {
+        boost::system::error_code error;
+        auto socket = std::make_shared<tcp::socket>(io_);
+        acceptor_.accept(*socket, error);
+        if (error || stopping_) return;
+        connections_.emplace_back([this, socket] { Serve(*socket); });
+      }
+    });
+  }
+  ~FakeBroker() {
+    // Unblock accept() by connecting once; the fetcher closed its connections, so every
+    // connection thread sees the end of its stream.
+    stopping_ = true;
+    boost::system::error_code ignored;
+    tcp::socket poke(io_);
+    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ignored);
+    accepting_.join();
+    poke.close(ignored);
+    for (auto& connection : connections_) connection.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int offset_fetches() const { return offset_fetches_; }
+
+ private:
+  void Serve(tcp::socket& socket) {
+    boost::system::error_code error;
+    for (;;) {
+      std::uint8_t prefix[4];
+      asio::read(socket, asio::buffer(prefix), error);
+      if (error) return;
+      const std::uint32_t size =
+          (std::uint32_t{prefix[0]} << 24) | (prefix[1] << 16) | (prefix[2] << 8) | prefix[3];
+      Bytes request(size);
+      asio::read(socket, asio::buffer(request), error);
+      if (error || size < 8) return;
+      if (behaviour_ == Behaviour::kSilent) continue;
+      const int api = (request[0] << 8) | request[1];
+      Bytes answer;
+      answer.insert(answer.end(), request.begin() + 4, request.begin() + 8);  // correlation id
+      if (api == 18) {                                                        // ApiVersions v0
+        Put(answer, 0, 2);
+        Put(answer, 2, 4);
+        const int newest = behaviour_ == Behaviour::kBeforeKafka3 ? 7 : 9;
+        Put(answer, 9, 2), Put(answer, 1, 2), Put(answer, newest, 2);
+        Put(answer, 10, 2), Put(answer, 0, 2), Put(answer, newest == 7 ? 3 : 6, 2);
+      } else if (api == 10 || api == 9) {
+        answer.push_back(0);  // header tags
+        Put(answer, 0, 4);    // throttle
+        const std::vector<std::string> groups = Groups(request, api == 10 ? 1 : 0);
+        answer.push_back(static_cast<std::uint8_t>(groups.size() + 1));
+        for (const std::string& group : groups) {
+          PutCompact(answer, group);
+          if (api == 10) {  // FindCoordinator v4
+            Put(answer, 0, 4);
+            PutCompact(answer, "127.0.0.1");
+            Put(answer, port_, 4);
+            Put(answer, group == "moving" ? 16 : 0, 2);
+            answer.push_back(0), answer.push_back(0);  // null message, tags
+            continue;
+          }
+          // OffsetFetch v8: orders/0 at 42, orders/1 never committed.
+          answer.push_back(2);
+          PutCompact(answer, "orders");
+          answer.push_back(3);
+          for (const std::int64_t offset : {std::int64_t{42}, std::int64_t{-1}}) {
+            Put(answer, offset == 42 ? 0 : 1, 4);
+            Put(answer, static_cast<std::uint64_t>(offset), 8);
+            Put(answer, 0, 4), answer.push_back(0), Put(answer, 0, 2), answer.push_back(0);
+          }
+          answer.push_back(0), Put(answer, 0, 2), answer.push_back(0);
+        }
+        answer.push_back(0);
+        if (api == 9) ++offset_fetches_;
+      }
+      Bytes frame;
+      Put(frame, answer.size(), 4);
+      frame.insert(frame.end(), answer.begin(), answer.end());
+      asio::write(socket, asio::buffer(frame), error);
+      if (error) return;
+    }
+  }
+
+  // The group names of a FindCoordinator v4 / OffsetFetch v8 request (short names only).
+  static std::vector<std::string> Groups(const Bytes& request, std::size_t skip_after_header) {
+    std::size_t at = 8;
+    at += 2 + ((request[at] << 8) | request[at + 1]);  // client id
+    at += 1 + skip_after_header;                       // header tags, key type
+    const std::size_t count = request[at++] - 1u;
+    std::vector<std::string> groups;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t length = request[at++] - 1u;
+      groups.emplace_back(request.begin() + static_cast<std::ptrdiff_t>(at),
+                          request.begin() + static_cast<std::ptrdiff_t>(at + length));
+      at += length + (skip_after_header ? 0 : 2);  // OffsetFetch: null topics, tags
+    }
+    return groups;
+  }
+
+  Behaviour behaviour_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  std::atomic<int> offset_fetches_{0};
+  std::atomic<bool> stopping_{false};
+  std::thread accepting_;
+  std::vector<std::thread> connections_;
+};
+
+BatchedOffsetFetcher Fetcher(std::vector<std::string> servers, std::size_t groups_per_request) {
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = std::move(servers);
+  options.groups_per_request = groups_per_request;
+  return BatchedOffsetFetcher(std::move(options));
+}
+
+}  // namespace
+
+TEST_CASE("batched offset fetch: groups in batches, each answered or left to the per-group path",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kAnswers);
+  const std::vector<std::string> ids = {"a", "moving", "b", "c", "d"};
+  // The first bootstrap address refuses connections; the second answers.
+  auto fetched = Fetcher({"127.0.0.1:1", broker.address()}, 2).Fetch(ids, 2s, 10s);
+  CHECK(fetched.failure.empty());
+  REQUIRE(fetched.offsets.size() == ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    INFO(ids[i]);
+    if (ids[i] == "moving") {
+      CHECK_FALSE(fetched.offsets[i].has_value());
+      continue;
+    }
+    REQUIRE(fetched.offsets[i].has_value());
+    REQUIRE(fetched.offsets[i]->size() == 1);  // the uncommitted partition left out
+    CHECK(fetched.offsets[i]->begin()->first == lagsight::kafka::TopicPartition{"orders", 0});
+    CHECK(fetched.offsets[i]->begin()->second == 42);
+  }
+  CHECK(fetched.requests == 2);  // four groups, two a request
+  CHECK(broker.offset_fetches() == 2);
+}
+
+TEST_CASE("batched offset fetch: a broker before Kafka 3.0 leaves every group to librdkafka",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kBeforeKafka3);
+  auto fetched = Fetcher({broker.address()}, 200).Fetch({"a", "b"}, 2s, 10s);
+  CHECK_FALSE(fetched.offsets[0].has_value());
+  CHECK_FALSE(fetched.offsets[1].has_value());
+  CHECK_THAT(fetched.failure, Catch::Contains("predates OffsetFetch v8"));
+  CHECK(broker.offset_fetches() == 0);
+}
+
+TEST_CASE("batched offset fetch: a broker that never answers costs one request timeout",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kSilent);
+  auto fetched = Fetcher({broker.address()}, 200).Fetch({"a"}, 300ms, 10s);
+  CHECK_FALSE(fetched.offsets[0].has_value());
+  CHECK_THAT(fetched.failure, Catch::Contains("ApiVersions"));
+}
+
+TEST_CASE("batched offset fetch: nothing listening is a failure naming the address", "[kafka]") {
+  auto fetched = Fetcher({"127.0.0.1:1"}, 200).Fetch({"a"}, 1s, 5s);
+  CHECK_FALSE(fetched.offsets[0].has_value());
+  CHECK_THAT(fetched.failure, Catch::Contains("connecting to 127.0.0.1:1"));
+}
+
+TEST_CASE("batched offset fetch: only PLAINTEXT clusters", "[kafka]") {
+  CHECK_FALSE(BatchedOffsetFetcher::Unsupported({}).has_value());
+  CHECK_FALSE(BatchedOffsetFetcher::Unsupported({{"security.protocol", "PLAINTEXT"}}).has_value());
+  CHECK_FALSE(BatchedOffsetFetcher::Unsupported({{"security.protocol", "plaintext"}}).has_value());
+  CHECK(BatchedOffsetFetcher::Unsupported({{"security.protocol", "SASL_SSL"}}).has_value());
+  CHECK(BatchedOffsetFetcher::Unsupported({{"security.protocol", "ssl"}}).has_value());
+}
