@@ -306,8 +306,8 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   reader.RequireOnlyKeys(
       node, path,
       {"name", "bootstrap_servers", "properties", "poll_interval", "request_timeout",
-       "poll_timeout", "max_concurrent_requests", "lag_seconds_fetch_budget", "groups", "topics",
-       "read_committed_groups", "series"});
+       "poll_timeout", "max_concurrent_requests", "batched_offset_fetch",
+       "lag_seconds_fetch_budget", "groups", "topics", "read_committed_groups", "series"});
   KafkaClusterConfig cluster;
 
   cluster.name = reader.ClusterName(node, path);
@@ -363,6 +363,10 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   if (node["max_concurrent_requests"]) {
     cluster.max_concurrent_requests =
         reader.Integer(node["max_concurrent_requests"], path + ".max_concurrent_requests", 1, 1000);
+  }
+  if (node["batched_offset_fetch"]) {
+    cluster.batched_offset_fetch =
+        reader.Boolean(node["batched_offset_fetch"], path + ".batched_offset_fetch");
   }
   if (node["lag_seconds_fetch_budget"]) {
     cluster.lag_seconds_fetch_budget = reader.Integer(

@@ -66,6 +66,10 @@ struct KafkaClusterConfig {
   // 2.84-2.92 s with 16, for the same CPU (README "Measured"); each request is one small
   // OffsetFetch.
   int max_concurrent_requests = 64;
+  // Read the committed offsets of many groups per OffsetFetch (KIP-709, Kafka 3.0+) where the
+  // cluster is reached over PLAINTEXT; groups it cannot answer, and every group otherwise, are
+  // read one request per group through librdkafka (kafka/offset_fetch_client.h).
+  bool batched_offset_fetch = true;
   // Records read per poll to learn the timestamp of a group's oldest unconsumed record (lag in
   // seconds); positions already read are cached and cost nothing. 0 turns the reads off.
   int lag_seconds_fetch_budget = 500;

@@ -7,8 +7,10 @@
 #include <cctype>
 #include <deque>
 #include <future>
+#include <sstream>
 
 #include "kafka/client_properties.h"
+#include "kafka/offset_fetch_client.h"
 
 namespace lagsight::kafka {
 namespace {
@@ -234,6 +236,7 @@ Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
   }
   std::unique_ptr<RdKafkaAdmin> admin(
       new RdKafkaAdmin(cluster.name, std::move(properties), std::move(bootstrap_clients)));
+  admin->batched_offset_fetch_ = cluster.batched_offset_fetch;
   if (admin->bootstrap_clients_.empty()) {
     // One address: nothing to tell apart, the main client is the only one.
     if (auto failed = admin->OpenClusterClients(admin->properties_["bootstrap.servers"])) {
@@ -262,10 +265,25 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
   handle_ = std::move(handle).value();
   queue_.reset(rd_kafka_queue_new(handle_.get()));
   closed_reason_.clear();
+  if (batched_offset_fetch_) {
+    if (auto unsupported = BatchedOffsetFetcher::Unsupported(properties_)) {
+      spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
+                   cluster_name_, *unsupported);
+    } else {
+      BatchedOffsetFetcherOptions options;
+      std::stringstream list(bootstrap_servers);
+      for (std::string server; std::getline(list, server, ',');) {
+        if (!server.empty()) options.bootstrap_servers.push_back(server);
+      }
+      options.client_id = properties_["client.id"];
+      batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
+    }
+  }
   return std::nullopt;
 }
 
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
+  batched_.reset();
   record_reader_.reset();
   committed_reader_.reset();
   queue_.reset();
@@ -425,14 +443,47 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
     for (auto& result : results) result = Error{closed_reason_};
     return results;
   }
+  const auto deadline = SteadyClock::now() + total_timeout + milliseconds(500);
+  // Groups left to librdkafka's per-group path: all of them, or those the batched fetch could
+  // not answer exactly.
+  std::vector<std::size_t> per_group;
+  if (batched_) {
+    // At most half the time: what it leaves (a broker answering slowly) still gets its turn.
+    BatchedOffsets batched = batched_->Fetch(ids, request_timeout, total_timeout / 2);
+    for (std::size_t index = 0; index < ids.size(); ++index) {
+      if (batched.offsets[index]) {
+        results[index] = std::move(*batched.offsets[index]);
+      } else {
+        per_group.push_back(index);
+      }
+    }
+    // Logged when it changes, not every poll.
+    std::string state =
+        batched.failure.empty()
+            ? "read with batched OffsetFetch requests (KIP-709)"
+            : "read one request per group: the batched fetch failed: " + batched.failure;
+    if (state != batched_state_) {
+      if (batched.failure.empty()) {
+        spdlog::info("kafka cluster {}: committed offsets {}", cluster_name_, state);
+      } else {
+        spdlog::warn("kafka cluster {}: committed offsets {}", cluster_name_, state);
+      }
+      batched_state_ = std::move(state);
+    }
+    spdlog::debug("kafka cluster {}: {} of {} groups' committed offsets in {} batched requests",
+                  cluster_name_, ids.size() - per_group.size(), ids.size(), batched.requests);
+  } else {
+    per_group.resize(ids.size());
+    for (std::size_t index = 0; index < ids.size(); ++index) per_group[index] = index;
+  }
+
   // librdkafka 2.0.2 takes one group per ListConsumerGroupOffsets call; keeping a window of
   // calls in flight avoids both serializing thousands of groups and flooding the coordinators.
   std::map<void*, std::size_t> in_flight;  // token -> index into ids
-  std::size_t next = 0;
-  const auto deadline = SteadyClock::now() + total_timeout + milliseconds(500);
+  std::size_t next = 0;                    // into per_group
 
   const auto send_next = [&] {
-    const std::size_t index = next++;
+    const std::size_t index = per_group[next++];
     void* token = NextToken();
     auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
                                request_timeout, token);
@@ -448,8 +499,8 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
     in_flight.emplace(token, index);
   };
 
-  while (next < ids.size() || !in_flight.empty()) {
-    while (next < ids.size() && in_flight.size() < static_cast<std::size_t>(max_in_flight)) {
+  while (next < per_group.size() || !in_flight.empty()) {
+    while (next < per_group.size() && in_flight.size() < static_cast<std::size_t>(max_in_flight)) {
       send_next();
     }
     if (in_flight.empty()) continue;
@@ -502,8 +553,8 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
   for (const auto& [token, index] : in_flight) {
     results[index] = Error{"no answer within " + std::to_string(total_timeout.count()) + "ms"};
   }
-  for (std::size_t index = next; index < ids.size(); ++index) {
-    results[index] = Error{"not requested: the poll ran out of time"};
+  for (std::size_t left = next; left < per_group.size(); ++left) {
+    results[per_group[left]] = Error{"not requested: the poll ran out of time"};
   }
   return results;
 }

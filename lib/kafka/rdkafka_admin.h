@@ -35,6 +35,7 @@
 
 #include "config/config.h"
 #include "kafka/admin.h"
+#include "kafka/offset_fetch_client.h"
 
 namespace lagsight::kafka {
 
@@ -130,6 +131,11 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // The same with isolation.level=read_committed: reads for read_committed readers, and lists
   // last stable offsets. Created on first use, so a cluster without such readers never opens it.
   std::unique_ptr<rd_kafka_t, RecordReaderDeleter> committed_reader_;
+  // Reads committed offsets many groups a request while the cluster clients are open, if the
+  // cluster config asks for it and the cluster is reached over PLAINTEXT; null otherwise.
+  bool batched_offset_fetch_ = false;
+  std::unique_ptr<BatchedOffsetFetcher> batched_;
+  std::string batched_state_;  // how the last poll read committed offsets, as last logged
 };
 
 }  // namespace lagsight::kafka

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+import pytest
+
 import kafka_broker as kafka
 import promtext
 import workload
@@ -143,11 +145,15 @@ def assert_lagsight_matches(metrics: promtext.Samples, truth: KafkaTruth, cluste
                     "group", "topic", "partition") == uncommitted
 
 
-def test_lag_equals_kafka_tools(kafka_broker, start_lagsight, unique_prefix):
-    """Groups of every kind, with lag, exported exactly as Kafka's tools report them."""
+@pytest.mark.parametrize("batched", [True, False], ids=["batched_offset_fetch", "per_group"])
+def test_lag_equals_kafka_tools(kafka_broker, start_lagsight, unique_prefix, batched):
+    """Groups of every kind, with lag, exported exactly as Kafka's tools report them: with the
+    committed offsets read many groups per OffsetFetch (lagsight's own client, the default on
+    PLAINTEXT) and one group per request (librdkafka's)."""
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
     orders, payments = f"{prefix}-orders", f"{prefix}-payments"
-    lagsight = start_lagsight(bootstrap, topics={"allow": [".*"], "deny": ["__.*"]})
+    lagsight = start_lagsight(bootstrap, topics={"allow": [".*"], "deny": ["__.*"]},
+                              kafka_settings={"batched_offset_fetch": batched})
     workload.create_topic(bootstrap, orders, 4)
     workload.create_topic(bootstrap, payments, 2)
     workload.produce(bootstrap, orders, [12, 9, 7, 0])
@@ -182,6 +188,9 @@ def test_lag_equals_kafka_tools(kafka_broker, start_lagsight, unique_prefix):
                            lagsight.cluster, f"{prefix}-simple-partial", "topic", "partition")
         assert partial == {(orders, 2): 1, (orders, 3): 1}
 
+    # The path the parameter names is the one that read them.
+    batched_line = "committed offsets read with batched OffsetFetch requests (KIP-709)"
+    assert (batched_line in lagsight.log_file.read_text()) == batched
     assert lagsight.get("/healthz")[0] == 200
     assert lagsight.get("/readyz")[0] == 200
 

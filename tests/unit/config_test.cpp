@@ -48,6 +48,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[config]") {
   CHECK(cluster.request_timeout == std::chrono::seconds(10));
   CHECK(cluster.poll_timeout == std::chrono::seconds(60));
   CHECK(cluster.max_concurrent_requests == 64);
+  CHECK(cluster.batched_offset_fetch);
   CHECK(cluster.groups.Accepts("anything"));
   CHECK(cluster.topics.Accepts("__consumer_offsets"));
 }
@@ -65,6 +66,7 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(prod.request_timeout == std::chrono::seconds(5));
   CHECK(prod.poll_timeout == std::chrono::seconds(20));
   CHECK(prod.max_concurrent_requests == 4);
+  CHECK_FALSE(prod.batched_offset_fetch);
   CHECK(prod.groups.Accepts("orders-enrichment"));
   CHECK_FALSE(prod.groups.Accepts("orders-tmp"));
   CHECK_FALSE(prod.groups.Accepts("payments"));
