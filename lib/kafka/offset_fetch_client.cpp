@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -36,6 +35,13 @@ struct Address {
   std::string host;
   std::string port;
 };
+
+}  // namespace
+
+// Host:port -> its endpoints, kept across Fetch calls.
+struct ResolvedAddresses : std::map<std::string, tcp::resolver::results_type> {};
+
+namespace {
 
 // "host:port", "[v6]:port" or "host", after an optional "proto://" (librdkafka accepts all).
 Address ParseAddress(std::string_view server) {
@@ -67,6 +73,7 @@ struct Session {
   const BatchedOffsetFetcherOptions& options;
   std::chrono::milliseconds request_timeout;
   const std::vector<std::string>& ids;
+  ResolvedAddresses& resolved;
   BatchedOffsets answer;
   std::int32_t next_correlation_id = 1;
   asio::io_context io{1};
@@ -81,23 +88,75 @@ struct Session {
     std::size_t next = 0;
   };
 
-  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(Address address) {
-    const auto deadline = Clock::now() + request_timeout;
+  // Keeps the first failure: the one that explains the others.
+  void Fail(std::string failure) {
+    if (answer.failure.empty()) answer.failure = std::move(failure);
+  }
+
+  // A coroutine's completion: one that threw (a failed allocation) is a failure like any other,
+  // not a silent one.
+  auto Completion(const char* what) {
+    return [this, what](std::exception_ptr thrown) {
+      if (!thrown) return;
+      try {
+        std::rethrow_exception(thrown);
+      } catch (const std::exception& e) {
+        Fail(std::string(what) + ": " + e.what());
+      } catch (...) {
+        Fail(std::string(what) + ": unknown exception");
+      }
+    };
+  }
+
+  // An address's endpoints: an IP address as it is, a host name from the cache or resolved.
+  // The cache lasts across polls, as librdkafka's does: a resolver cannot be interrupted
+  // (getaddrinfo runs to its end, and the io_context waits for it), so resolving every poll would
+  // let a slow DNS server stretch every poll.
+  asio::awaitable<Result<tcp::resolver::results_type>> Resolve(const Address& address,
+                                                               Clock::time_point deadline) {
+    const std::string where = address.host + ":" + address.port;
+    if (const auto found = resolved.find(where); found != resolved.end()) co_return found->second;
     beast::error_code error;
-    tcp::resolver resolver(io);
+    const auto ip = asio::ip::make_address(address.host, error);
+    if (!error) {
+      unsigned long port = 0;
+      try {
+        port = std::stoul(address.port);
+      } catch (const std::exception&) {
+        port = 65536;
+      }
+      if (port > 65535) co_return Error{"bad port in " + where};
+      auto endpoints = tcp::resolver::results_type::create(
+          tcp::endpoint(ip, static_cast<std::uint16_t>(port)), address.host, address.port);
+      co_return endpoints;
+    }
+    // Shared with the timer's handler, which may already be queued when the resolve ends.
+    auto resolver = std::make_shared<tcp::resolver>(io);
     asio::steady_timer resolve_timer(io, deadline);
-    resolve_timer.async_wait([&resolver](beast::error_code timer_error) {
-      if (!timer_error) resolver.cancel();
+    resolve_timer.async_wait([resolver](beast::error_code timer_error) {
+      if (!timer_error) resolver->cancel();
     });
-    const auto endpoints = co_await resolver.async_resolve(
+    auto endpoints = co_await resolver->async_resolve(
         address.host, address.port, asio::redirect_error(asio::use_awaitable, error));
     resolve_timer.cancel();
-    const std::string where = address.host + ":" + address.port;
     if (error) co_return Error{"resolving " + where + ": " + error.message()};
+    resolved[where] = endpoints;
+    co_return endpoints;
+  }
+
+  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(Address address) {
+    const auto deadline = Clock::now() + request_timeout;
+    const std::string where = address.host + ":" + address.port;
+    auto endpoints = co_await Resolve(address, deadline);
+    if (!endpoints) co_return endpoints.error();
+    beast::error_code error;
     auto stream = std::make_unique<beast::tcp_stream>(io);
     stream->expires_at(deadline);
-    co_await stream->async_connect(endpoints, asio::redirect_error(asio::use_awaitable, error));
-    if (error) co_return Error{"connecting to " + where + ": " + error.message()};
+    co_await stream->async_connect(*endpoints, asio::redirect_error(asio::use_awaitable, error));
+    if (error) {
+      resolved.erase(where);  // resolved afresh next time: the broker may have moved
+      co_return Error{"connecting to " + where + ": " + error.message()};
+    }
     stream->socket().set_option(tcp::no_delay(true), error);
     co_return stream;
   }
@@ -144,8 +203,12 @@ struct Session {
 
   // One connection to a coordinator, taking its batches until none is left.
   asio::awaitable<void> Drain(std::shared_ptr<CoordinatorWork> work) {
+    const std::string where = work->address.host + ":" + work->address.port;
     auto stream = co_await Open(work->address);
-    if (!stream) co_return;  // its batches go to the coordinator's other connections, or back
+    if (!stream) {  // its batches go to the coordinator's other connections, or back
+      Fail(stream.error().message);
+      co_return;
+    }
     while (work->next < work->batches.size()) {
       const Batch& batch = work->batches[work->next++];
       std::vector<std::string_view> groups;
@@ -157,19 +220,26 @@ struct Session {
       const std::int32_t id = next_correlation_id++;
       auto payload =
           co_await Exchange(**stream, wire::OffsetFetchRequest(id, options.client_id, groups));
-      if (!payload) co_return;
-      auto fetched = wire::ParseOffsetFetchResponse(*payload, id);
-      if (!fetched) co_return;
+      if (!payload) {
+        Fail("OffsetFetch to " + where + ": " + payload.error().message);
+        co_return;
+      }
+      auto fetched = wire::ParseOffsetFetchResponse(*payload, id, groups.size());
+      if (!fetched) {
+        Fail("OffsetFetch to " + where + ": " + fetched.error().message);
+        co_return;
+      }
       ++answer.requests;
       for (wire::FetchedGroup& group : *fetched) {
         const auto found = index_of.find(group.group);
         if (found == index_of.end()) continue;
         if (group.error_code != 0 || group.partition_error_code != 0) continue;
         CommittedOffsets::sequence_type entries;
-        entries.reserve(group.offsets.size());
-        for (auto& [partition, offset] : group.offsets) {
-          // -1: no commit for this partition; leave it out, as the per-group path does.
-          if (offset >= 0) entries.emplace_back(std::move(partition), offset);
+        for (const wire::FetchedTopic& topic : group.topics) {
+          for (const auto& [partition, offset] : topic.partitions) {
+            // -1: no commit for this partition; leave it out, as the per-group path does.
+            if (offset >= 0) entries.emplace_back(TopicPartition{topic.name, partition}, offset);
+          }
         }
         CommittedOffsets offsets;
         offsets.adopt_sequence(std::move(entries));  // sorts; Kafka names each partition once
@@ -191,7 +261,7 @@ struct Session {
       failures += (failures.empty() ? "" : "; ") + stream.error().message;
     }
     if (!bootstrap) {
-      answer.failure = failures.empty() ? "no bootstrap server" : failures;
+      Fail(failures.empty() ? "no bootstrap server" : failures);
       co_return;
     }
 
@@ -208,12 +278,12 @@ struct Session {
       auto payload =
           co_await Exchange(*bootstrap, wire::FindCoordinatorRequest(id, options.client_id, keys));
       if (!payload) {
-        answer.failure = "FindCoordinator: " + payload.error().message;
+        Fail("FindCoordinator: " + payload.error().message);
         co_return;
       }
       auto coordinators = wire::ParseFindCoordinatorResponse(*payload, id);
       if (!coordinators) {
-        answer.failure = coordinators.error().message;
+        Fail(coordinators.error().message);
         co_return;
       }
       for (const wire::Coordinator& coordinator : *coordinators) {
@@ -236,7 +306,7 @@ struct Session {
           node->batches.size(),
           static_cast<std::size_t>(std::max(1, options.connections_per_coordinator)));
       for (std::size_t c = 0; c < connections; ++c) {
-        asio::co_spawn(io, Drain(node), asio::detached);
+        asio::co_spawn(io, Drain(node), Completion("OffsetFetch"));
       }
     }
   }
@@ -256,23 +326,23 @@ std::optional<std::string> BatchedOffsetFetcher::Unsupported(
 }
 
 BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {}
+
+BatchedOffsetFetcher::~BatchedOffsetFetcher() = default;
 
 BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
                                            std::chrono::milliseconds request_timeout,
                                            std::chrono::milliseconds total_timeout) {
-  Session session{options_, request_timeout, ids, {}};
+  Session session{options_, request_timeout, ids, *resolved_, {}};
   session.answer.offsets.resize(ids.size());
   if (ids.empty()) return std::move(session.answer);
-  asio::co_spawn(session.io, session.Run(), asio::detached);
+  asio::co_spawn(session.io, session.Run(), session.Completion("FindCoordinator"));
   session.io.run_for(total_timeout);
   // Still running at the deadline: the pending coroutines are dropped with the io_context, and
   // whatever they had not answered goes to the per-group path.
   if (!session.io.stopped()) {
     session.io.stop();
-    if (session.answer.failure.empty() && session.answer.requests == 0) {
-      session.answer.failure = "no answer within " + std::to_string(total_timeout.count()) + "ms";
-    }
+    session.Fail("not all answered within " + std::to_string(total_timeout.count()) + "ms");
   }
   return std::move(session.answer);
 }

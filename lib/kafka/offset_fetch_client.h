@@ -14,12 +14,15 @@
 // anything unusual stay librdkafka's. Only for clusters reached over PLAINTEXT (see Supports);
 // SASL and TLS clusters keep the per-group path.
 //
-// Blocking, bounded by the timeouts it is given; runs its own io_context on the calling thread.
-// Connections last one Fetch. Not thread-safe: one poll at a time.
+// Blocking, bounded by the timeouts it is given (but for resolving a host name it has not
+// resolved before: getaddrinfo cannot be interrupted); runs its own io_context on the calling
+// thread. Connections last one Fetch, resolved host names until connecting to them fails. Not
+// thread-safe: one poll at a time.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +30,8 @@
 #include "kafka/snapshot.h"
 
 namespace lagsight::kafka {
+
+struct ResolvedAddresses;
 
 struct BatchedOffsetFetcherOptions {
   std::vector<std::string> bootstrap_servers;  // host:port, [v6]:port, optionally proto://
@@ -36,14 +41,16 @@ struct BatchedOffsetFetcherOptions {
   int connections_per_coordinator = 4;
   // Groups per OffsetFetch: 200 groups of 50 partitions answer in ~220 KB.
   std::size_t groups_per_request = 200;
-  std::size_t max_response_bytes = 64u << 20;
+  // Larger answers fail (their groups go to the per-group path): 16 MiB is ~3,800 committed
+  // partitions for each of 200 groups, and bounds what a decoded answer may take.
+  std::size_t max_response_bytes = 16u << 20;
 };
 
 struct BatchedOffsets {
   // One per requested id, in the same order; nullopt: not answered here.
   std::vector<std::optional<CommittedOffsets>> offsets;
-  // Why no group was answered at all (the broker is too old, none of the bootstrap servers
-  // answered); empty otherwise.
+  // The first failure met (the broker is too old, a connection failed, an answer could not be
+  // decoded, the time ran out); empty when every request was answered.
   std::string failure;
   int requests = 0;  // OffsetFetch requests answered
 };
@@ -56,6 +63,7 @@ class BatchedOffsetFetcher {
       const std::map<std::string, std::string>& properties);
 
   explicit BatchedOffsetFetcher(BatchedOffsetFetcherOptions options);
+  ~BatchedOffsetFetcher();
 
   BatchedOffsets Fetch(const std::vector<std::string>& ids,
                        std::chrono::milliseconds request_timeout,
@@ -63,6 +71,7 @@ class BatchedOffsetFetcher {
 
  private:
   BatchedOffsetFetcherOptions options_;
+  std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
 };
 
 }  // namespace lagsight::kafka

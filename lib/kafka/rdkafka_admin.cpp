@@ -457,12 +457,20 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
         per_group.push_back(index);
       }
     }
-    // Logged when it changes, not every poll.
-    std::string state =
-        batched.failure.empty()
-            ? "read with batched OffsetFetch requests (KIP-709)"
-            : "read one request per group: the batched fetch failed: " + batched.failure;
-    if (state != batched_state_) {
+    // Logged when it changes, not every poll. A group the broker answered with an error is no
+    // failure of the fetch: librdkafka's answer for it carries the error.
+    const std::size_t answered = ids.size() - per_group.size();
+    std::string state;
+    if (answered == 0 && !ids.empty()) {
+      state = "read one request per group: the batched fetch answered none: " +
+              (batched.failure.empty() ? "each group with an error" : batched.failure);
+    } else if (!batched.failure.empty()) {
+      state = "read with batched OffsetFetch requests (KIP-709), some one request per group: " +
+              batched.failure;
+    } else if (!ids.empty()) {
+      state = "read with batched OffsetFetch requests (KIP-709)";
+    }
+    if (!state.empty() && state != batched_state_) {
       if (batched.failure.empty()) {
         spdlog::info("kafka cluster {}: committed offsets {}", cluster_name_, state);
       } else {
@@ -471,7 +479,7 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
       batched_state_ = std::move(state);
     }
     spdlog::debug("kafka cluster {}: {} of {} groups' committed offsets in {} batched requests",
-                  cluster_name_, ids.size() - per_group.size(), ids.size(), batched.requests);
+                  cluster_name_, answered, ids.size(), batched.requests);
   } else {
     per_group.resize(ids.size());
     for (std::size_t index = 0; index < ids.size(); ++index) per_group[index] = index;

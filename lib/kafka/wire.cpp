@@ -80,6 +80,7 @@ class Reader {
     for (int shift = 0; shift < 35; shift += 7) {
       const std::uint64_t byte = Big(1);
       if (!ok_) return 0;
+      if (shift == 28 && byte > 0x0f) break;  // more than 32 bits, as Kafka refuses too
       value |= static_cast<std::uint32_t>((byte & 0x7f) << shift);
       if ((byte & 0x80) == 0) return value;
     }
@@ -94,18 +95,22 @@ class Reader {
     return Take(length_plus_one - 1);
   }
 
-  // COMPACT_ARRAY: the element count, at most one element per byte left; -1 for a null array.
-  std::int64_t CompactArrayLength() {
+  // COMPACT_ARRAY: the element count, -1 for a null array; fails when that many elements of at
+  // least `min_element_bytes` each cannot fit in the bytes left.
+  std::int64_t CompactArrayLength(std::size_t min_element_bytes) {
     const std::uint32_t count_plus_one = UVarint();
     if (count_plus_one == 0) return -1;
-    if (count_plus_one - 1 > left()) ok_ = false;
+    if (std::uint64_t{count_plus_one - 1} * min_element_bytes > left()) ok_ = false;
     return ok_ ? count_plus_one - 1 : 0;
   }
 
-  // ARRAY of the non-flexible versions: int32 count, at most one element per byte left.
-  std::int64_t ArrayLength() {
+  // ARRAY of the non-flexible versions: int32 count, checked as CompactArrayLength is.
+  std::int64_t ArrayLength(std::size_t min_element_bytes) {
     const std::int32_t count = Int32();
-    if (count < -1 || (count > 0 && static_cast<std::size_t>(count) > left())) ok_ = false;
+    if (count < -1 ||
+        (count > 0 && static_cast<std::uint64_t>(count) * min_element_bytes > left())) {
+      ok_ = false;
+    }
     return ok_ ? count : 0;
   }
 
@@ -159,6 +164,14 @@ Error Truncated(const char* api) {
   return Error{std::string(api) + " response: truncated or malformed"};
 }
 
+// The smallest encoding of each repeated element, for the counts' checks.
+constexpr std::size_t kApiVersionBytes = 6;    // key, min, max
+constexpr std::size_t kCoordinatorBytes = 14;  // empty key and host, null message, no tags
+constexpr std::size_t kGroupBytes = 5;         // empty id, no topics, error, no tags
+constexpr std::size_t kPartitionBytes = 20;    // index, offset, epoch, null metadata, error, tags
+// A topic in an answer to "all topics" has a name and at least one partition (checked).
+constexpr std::size_t kTopicBytes = 2 + 1 + kPartitionBytes + 1;
+
 }  // namespace
 
 Bytes ApiVersionsRequest(std::int32_t correlation_id, std::string_view client_id) {
@@ -196,7 +209,7 @@ Result<std::map<std::int16_t, VersionRange>> ParseApiVersionsResponse(
   // ApiVersions answers with header v0 whatever its version (KIP-511).
   if (auto error = ReadHeader(reader, correlation_id, false, "ApiVersions")) return *error;
   const std::int16_t error_code = reader.Int16();
-  const std::int64_t count = reader.ArrayLength();
+  const std::int64_t count = reader.ArrayLength(kApiVersionBytes);
   std::map<std::int16_t, VersionRange> versions;
   for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
     const std::int16_t key = reader.Int16();
@@ -217,7 +230,7 @@ Result<std::vector<Coordinator>> ParseFindCoordinatorResponse(std::span<const st
   Reader reader(payload);
   if (auto error = ReadHeader(reader, correlation_id, true, "FindCoordinator")) return *error;
   reader.Int32();  // throttle_time_ms
-  const std::int64_t count = reader.CompactArrayLength();
+  const std::int64_t count = reader.CompactArrayLength(kCoordinatorBytes);
   std::vector<Coordinator> coordinators;
   coordinators.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
   for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
@@ -237,20 +250,35 @@ Result<std::vector<Coordinator>> ParseFindCoordinatorResponse(std::span<const st
 }
 
 Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::uint8_t> payload,
-                                                           std::int32_t correlation_id) {
+                                                           std::int32_t correlation_id,
+                                                           std::size_t max_groups) {
   Reader reader(payload);
   if (auto error = ReadHeader(reader, correlation_id, true, "OffsetFetch")) return *error;
   reader.Int32();  // throttle_time_ms
-  const std::int64_t group_count = reader.CompactArrayLength();
+  const std::int64_t group_count = reader.CompactArrayLength(kGroupBytes);
+  if (group_count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"OffsetFetch response: " + std::to_string(group_count) + " groups, asked for " +
+                 std::to_string(max_groups)};
+  }
   std::vector<FetchedGroup> groups;
   groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(group_count, 0)));
   for (std::int64_t g = 0; reader.ok() && g < group_count; ++g) {
     FetchedGroup group;
     group.group = reader.CompactString();
-    const std::int64_t topic_count = reader.CompactArrayLength();
+    const std::int64_t topic_count = reader.CompactArrayLength(kTopicBytes);
+    group.topics.reserve(static_cast<std::size_t>(std::max<std::int64_t>(topic_count, 0)));
     for (std::int64_t t = 0; reader.ok() && t < topic_count; ++t) {
-      const std::string topic(reader.CompactString());
-      const std::int64_t partition_count = reader.CompactArrayLength();
+      FetchedTopic& topic = group.topics.emplace_back();
+      const std::string_view name = reader.CompactString();
+      if (reader.ok() && (name.empty() || name.size() > kMaxTopicNameLength)) {
+        return Error{"OffsetFetch response: a topic name of " + std::to_string(name.size()) +
+                     " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")"};
+      }
+      topic.name = name;
+      const std::int64_t partition_count = reader.CompactArrayLength(kPartitionBytes);
+      if (reader.ok() && partition_count <= 0) return Truncated("OffsetFetch");
+      topic.partitions.reserve(
+          static_cast<std::size_t>(std::max<std::int64_t>(partition_count, 0)));
       for (std::int64_t p = 0; reader.ok() && p < partition_count; ++p) {
         const std::int32_t partition = reader.Int32();
         const std::int64_t offset = reader.Int64();
@@ -261,7 +289,7 @@ Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::
         if (error_code != 0 && group.partition_error_code == 0) {
           group.partition_error_code = error_code;
         }
-        group.offsets.emplace_back(TopicPartition{topic, partition}, offset);
+        topic.partitions.emplace_back(partition, offset);
       }
       reader.SkipTaggedFields();
     }

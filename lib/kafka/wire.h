@@ -8,8 +8,9 @@
 // instead. Only what that needs is here: ApiVersions v0, FindCoordinator v4, OffsetFetch v8.
 //
 // Encoders return a whole frame (the 4-byte size first). Decoders take the frame's payload (after
-// the size) and never read past it or trust a declared length: any count or length larger than
-// the bytes left fails the decode before anything is allocated for it. Pure functions.
+// the size) and never read past it or trust a declared length: a count whose elements, at their
+// smallest encoding, would not fit in the bytes left, or a length longer than them, fails the
+// decode before anything is allocated for it. Pure functions.
 #pragma once
 
 #include <cstdint>
@@ -62,16 +63,29 @@ struct Coordinator {
 Result<std::vector<Coordinator>> ParseFindCoordinatorResponse(std::span<const std::uint8_t> payload,
                                                               std::int32_t correlation_id);
 
+// Kafka's limit on topic names; a longer one in an answer fails its decode.
+constexpr std::size_t kMaxTopicNameLength = 249;
+
+struct FetchedTopic {
+  std::string name;
+  // Committed partitions with their offsets (-1: none committed), in the broker's order.
+  std::vector<std::pair<std::int32_t, std::int64_t>> partitions;
+};
+
+// One group of an OffsetFetch answer; each topic name held once.
 struct FetchedGroup {
   std::string group;
   std::int16_t error_code = 0;  // the group's
-  // Committed partitions with their offsets (-1: none committed), in the broker's order.
-  std::vector<std::pair<TopicPartition, std::int64_t>> offsets;
+  std::vector<FetchedTopic> topics;
   // The first partition-level error code, 0 if none.
   std::int16_t partition_error_code = 0;
 };
+// An answer naming more than `max_groups` groups (those asked for), a topic without a name or
+// partitions, or a name longer than Kafka allows fails: so the decoded answer takes at most about
+// three times the frame's bytes.
 Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::uint8_t> payload,
-                                                           std::int32_t correlation_id);
+                                                           std::int32_t correlation_id,
+                                                           std::size_t max_groups);
 
 // Reads the 4-byte size that starts every frame.
 std::int32_t FrameSize(std::span<const std::uint8_t, 4> prefix);

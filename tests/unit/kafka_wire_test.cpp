@@ -131,34 +131,38 @@ Bytes OffsetFetchAnswer(std::int32_t correlation_id) {
 
 TEST_CASE("kafka wire: an OffsetFetch v8 answer decodes group by group", "[kafka]") {
   const Bytes payload = OffsetFetchAnswer(9);
-  const auto groups = wire::ParseOffsetFetchResponse(payload, 9);
+  const auto groups = wire::ParseOffsetFetchResponse(payload, 9, 3);
   REQUIRE(groups.ok());
   REQUIRE(groups->size() == 3);
   const wire::FetchedGroup& a = (*groups)[0];
   CHECK(a.group == "a");
   CHECK(a.error_code == 0);
   CHECK(a.partition_error_code == 0);
-  REQUIRE(a.offsets.size() == 2);
-  CHECK(a.offsets[0].first == lagsight::kafka::TopicPartition{"orders", 0});
-  CHECK(a.offsets[0].second == 42);
-  CHECK(a.offsets[1].first == lagsight::kafka::TopicPartition{"orders", 1});
-  CHECK(a.offsets[1].second == -1);
+  REQUIRE(a.topics.size() == 1);
+  CHECK(a.topics[0].name == "orders");
+  using Partitions = std::vector<std::pair<std::int32_t, std::int64_t>>;
+  CHECK(a.topics[0].partitions == Partitions{{0, 42}, {1, -1}});
   CHECK((*groups)[1].group == "b");
   CHECK((*groups)[1].error_code == 16);
-  CHECK((*groups)[1].offsets.empty());
+  CHECK((*groups)[1].topics.empty());
   CHECK((*groups)[2].group == "c");
   CHECK((*groups)[2].error_code == 0);
   CHECK((*groups)[2].partition_error_code == 3);
 
+  SECTION("an answer naming more groups than were asked for is refused") {
+    const auto more = wire::ParseOffsetFetchResponse(payload, 9, 2);
+    REQUIRE_FALSE(more.ok());
+    CHECK(more.error().message == "OffsetFetch response: 3 groups, asked for 2");
+  }
   SECTION("an answer to another request is refused") {
-    const auto other = wire::ParseOffsetFetchResponse(payload, 10);
+    const auto other = wire::ParseOffsetFetchResponse(payload, 10, 3);
     REQUIRE_FALSE(other.ok());
     CHECK(other.error().message == "OffsetFetch response answers request 9, not 10");
   }
   SECTION("every truncation fails cleanly, none reads past the end") {
     for (std::size_t length = 0; length < payload.size(); ++length) {
-      const auto cut =
-          wire::ParseOffsetFetchResponse(std::span<const std::uint8_t>(payload.data(), length), 9);
+      const auto cut = wire::ParseOffsetFetchResponse(
+          std::span<const std::uint8_t>(payload.data(), length), 9, 3);
       INFO("length " << length);
       CHECK_FALSE(cut.ok());
     }
@@ -169,16 +173,43 @@ TEST_CASE("kafka wire: counts and lengths larger than the frame fail before any 
           "[kafka]") {
   // A group count of 2^32 - 2 in five varint bytes, then nothing.
   const Bytes huge_count = {0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F};
-  CHECK_FALSE(wire::ParseOffsetFetchResponse(huge_count, 1).ok());
+  CHECK_FALSE(wire::ParseOffsetFetchResponse(huge_count, 1, 1u << 31).ok());
   // A varint that never ends.
   const Bytes endless = {0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01};
-  CHECK_FALSE(wire::ParseOffsetFetchResponse(endless, 1).ok());
+  CHECK_FALSE(wire::ParseOffsetFetchResponse(endless, 1, 1u << 31).ok());
+  // A count of 2^28 in five bytes whose last one carries more than 32 bits.
+  const Bytes wide = {0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0x81, 0x80, 0x80, 0x80, 0x71};
+  CHECK_FALSE(wire::ParseOffsetFetchResponse(wide, 1, 1u << 31).ok());
+  // 3 partitions declared where 40 bytes leave room for 2 of their 20 bytes at least.
+  const Bytes partitions = Concat(
+      {{0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0x02, 0x02, 'g', 0x02, 0x02, 't', 0x04}, Bytes(40, 0)});
+  CHECK_FALSE(wire::ParseOffsetFetchResponse(partitions, 1, 1).ok());
   // One group whose name claims 1,000 bytes of the 3 there are.
   const Bytes long_name = {0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0x02, 0xE9, 0x07, 'a', 'b', 'c'};
   CHECK_FALSE(wire::ParseFindCoordinatorResponse(long_name, 1).ok());
   // ApiVersions claiming 2^31 - 1 entries.
   const Bytes many_apis = {0, 0, 0, 1, 0x00, 0x00, 0x7F, 0xFF, 0xFF, 0xFF};
   CHECK_FALSE(wire::ParseApiVersionsResponse(many_apis, 1).ok());
+}
+
+TEST_CASE("kafka wire: a topic without partitions or with a name Kafka refuses fails the answer",
+          "[kafka]") {
+  const Bytes group_g = {0, 0, 0, 1, 0x00, 0, 0, 0, 0, 0x02, 0x02, 'g', 0x02};  // one topic
+  const Bytes no_partitions = Concat({group_g, {0x02, 't', 0x01}, Bytes(40, 0)});
+  CHECK_FALSE(wire::ParseOffsetFetchResponse(no_partitions, 1, 1).ok());
+  const Bytes partition(20, 0);
+  const Bytes long_name = Concat(
+      {group_g, {0xFB, 0x01}, Bytes(250, 'x'), {0x02}, partition, {0x00, 0x00, 0x00, 0x00, 0x00}});
+  const auto refused = wire::ParseOffsetFetchResponse(long_name, 1, 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message ==
+        "OffsetFetch response: a topic name of 250 characters (Kafka allows 1 to 249)");
+  // The same answer with a 249-character name decodes.
+  const Bytes longest = Concat(
+      {group_g, {0xFA, 0x01}, Bytes(249, 'x'), {0x02}, partition, {0x00, 0x00, 0x00, 0x00, 0x00}});
+  const auto accepted = wire::ParseOffsetFetchResponse(longest, 1, 1);
+  REQUIRE(accepted.ok());
+  CHECK(accepted->at(0).topics.at(0).name == std::string(249, 'x'));
 }
 
 TEST_CASE("kafka wire: FindCoordinator v4 and ApiVersions v0 answers decode", "[kafka]") {

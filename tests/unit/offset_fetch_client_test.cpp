@@ -3,6 +3,7 @@
 // group shape there is read through this fetcher and checked against Kafka's own tools.
 #include "kafka/offset_fetch_client.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -25,17 +26,30 @@ using lagsight::kafka::BatchedOffsetFetcherOptions;
 void Put(Bytes& bytes, std::uint64_t value, int width) {
   for (int i = width - 1; i >= 0; --i) bytes.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
 }
+void PutVarint(Bytes& bytes, std::uint32_t value) {
+  for (; value >= 0x80; value >>= 7) bytes.push_back(static_cast<std::uint8_t>(value | 0x80));
+  bytes.push_back(static_cast<std::uint8_t>(value));
+}
 void PutCompact(Bytes& bytes, const std::string& text) {
-  bytes.push_back(static_cast<std::uint8_t>(text.size() + 1));  // short strings only
+  PutVarint(bytes, static_cast<std::uint32_t>(text.size() + 1));
   bytes.insert(bytes.end(), text.begin(), text.end());
+}
+std::uint32_t GetVarint(const Bytes& bytes, std::size_t& at) {
+  std::uint32_t value = 0;
+  for (int shift = 0;; shift += 7) {
+    const std::uint8_t byte = bytes.at(at++);
+    value |= static_cast<std::uint32_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return value;
+  }
 }
 
 // A broker on 127.0.0.1 that answers as `Behaviour` says, each connection on a thread of its own.
-// Coordinator of every group is itself. Group "moving" answers NOT_COORDINATOR in FindCoordinator;
-// every other group has orders/0 committed at 42 and orders/1 uncommitted.
+// Coordinator of every group is itself. Group "moving" answers NOT_COORDINATOR in FindCoordinator,
+// "loading" COORDINATOR_LOAD_IN_PROGRESS in OffsetFetch, "unknown-partition" a partition-level
+// UNKNOWN_TOPIC_OR_PARTITION; every other group has orders/0 committed at 42 and orders/1 not.
 class FakeBroker {
  public:
-  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3 };
+  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3, kWrongCorrelation };
 
   explicit FakeBroker(Behaviour behaviour)
       : behaviour_(behaviour),
@@ -64,6 +78,7 @@ class FakeBroker {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int offset_fetches() const { return offset_fetches_; }
+  int find_coordinators() const { return find_coordinators_; }
 
  private:
   void Serve(tcp::socket& socket) {
@@ -81,7 +96,8 @@ class FakeBroker {
       const int api = (request[0] << 8) | request[1];
       Bytes answer;
       answer.insert(answer.end(), request.begin() + 4, request.begin() + 8);  // correlation id
-      if (api == 18) {                                                        // ApiVersions v0
+      if (api == 9 && behaviour_ == Behaviour::kWrongCorrelation) ++answer[3];
+      if (api == 18) {  // ApiVersions v0
         Put(answer, 0, 2);
         Put(answer, 2, 4);
         const int newest = behaviour_ == Behaviour::kBeforeKafka3 ? 7 : 9;
@@ -91,7 +107,7 @@ class FakeBroker {
         answer.push_back(0);  // header tags
         Put(answer, 0, 4);    // throttle
         const std::vector<std::string> groups = Groups(request, api == 10 ? 1 : 0);
-        answer.push_back(static_cast<std::uint8_t>(groups.size() + 1));
+        PutVarint(answer, static_cast<std::uint32_t>(groups.size() + 1));
         for (const std::string& group : groups) {
           PutCompact(answer, group);
           if (api == 10) {  // FindCoordinator v4
@@ -109,12 +125,16 @@ class FakeBroker {
           for (const std::int64_t offset : {std::int64_t{42}, std::int64_t{-1}}) {
             Put(answer, offset == 42 ? 0 : 1, 4);
             Put(answer, static_cast<std::uint64_t>(offset), 8);
-            Put(answer, 0, 4), answer.push_back(0), Put(answer, 0, 2), answer.push_back(0);
+            Put(answer, 0, 4), answer.push_back(0);
+            Put(answer, group == "unknown-partition" && offset == 42 ? 3 : 0, 2);
+            answer.push_back(0);
           }
-          answer.push_back(0), Put(answer, 0, 2), answer.push_back(0);
+          answer.push_back(0);
+          Put(answer, group == "loading" ? 14 : 0, 2);
+          answer.push_back(0);
         }
         answer.push_back(0);
-        if (api == 9) ++offset_fetches_;
+        ++(api == 9 ? offset_fetches_ : find_coordinators_);
       }
       Bytes frame;
       Put(frame, answer.size(), 4);
@@ -124,15 +144,15 @@ class FakeBroker {
     }
   }
 
-  // The group names of a FindCoordinator v4 / OffsetFetch v8 request (short names only).
+  // The group names of a FindCoordinator v4 / OffsetFetch v8 request.
   static std::vector<std::string> Groups(const Bytes& request, std::size_t skip_after_header) {
     std::size_t at = 8;
     at += 2 + ((request[at] << 8) | request[at + 1]);  // client id
     at += 1 + skip_after_header;                       // header tags, key type
-    const std::size_t count = request[at++] - 1u;
+    const std::size_t count = GetVarint(request, at) - 1u;
     std::vector<std::string> groups;
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t length = request[at++] - 1u;
+      const std::size_t length = GetVarint(request, at) - 1u;
       groups.emplace_back(request.begin() + static_cast<std::ptrdiff_t>(at),
                           request.begin() + static_cast<std::ptrdiff_t>(at + length));
       at += length + (skip_after_header ? 0 : 2);  // OffsetFetch: null topics, tags
@@ -145,6 +165,7 @@ class FakeBroker {
   tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<int> offset_fetches_{0};
+  std::atomic<int> find_coordinators_{0};
   std::atomic<bool> stopping_{false};
   std::thread accepting_;
   std::vector<std::thread> connections_;
@@ -162,14 +183,14 @@ BatchedOffsetFetcher Fetcher(std::vector<std::string> servers, std::size_t group
 TEST_CASE("batched offset fetch: groups in batches, each answered or left to the per-group path",
           "[kafka]") {
   FakeBroker broker(FakeBroker::Behaviour::kAnswers);
-  const std::vector<std::string> ids = {"a", "moving", "b", "c", "d"};
+  const std::vector<std::string> ids = {"a", "moving", "b", "loading", "unknown-partition", "d"};
   // The first bootstrap address refuses connections; the second answers.
   auto fetched = Fetcher({"127.0.0.1:1", broker.address()}, 2).Fetch(ids, 2s, 10s);
   CHECK(fetched.failure.empty());
   REQUIRE(fetched.offsets.size() == ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i) {
     INFO(ids[i]);
-    if (ids[i] == "moving") {
+    if (ids[i] == "moving" || ids[i] == "loading" || ids[i] == "unknown-partition") {
       CHECK_FALSE(fetched.offsets[i].has_value());
       continue;
     }
@@ -178,8 +199,35 @@ TEST_CASE("batched offset fetch: groups in batches, each answered or left to the
     CHECK(fetched.offsets[i]->begin()->first == lagsight::kafka::TopicPartition{"orders", 0});
     CHECK(fetched.offsets[i]->begin()->second == 42);
   }
-  CHECK(fetched.requests == 2);  // four groups, two a request
-  CHECK(broker.offset_fetches() == 2);
+  CHECK(fetched.requests == 3);  // five groups located, two a request
+  CHECK(broker.offset_fetches() == 3);
+}
+
+TEST_CASE("batched offset fetch: thousands of groups, 1,000 located and 200 fetched a request",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kAnswers);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 1500; ++i) ids.push_back("group-" + std::to_string(i));
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  auto fetched = BatchedOffsetFetcher(std::move(options)).Fetch(ids, 5s, 30s);
+  CHECK(fetched.failure.empty());
+  CHECK(std::all_of(fetched.offsets.begin(), fetched.offsets.end(), [](const auto& offsets) {
+    return offsets.has_value() && offsets->size() == 1 && offsets->begin()->second == 42;
+  }));
+  CHECK(broker.find_coordinators() == 2);
+  CHECK(broker.offset_fetches() == 8);
+  CHECK(fetched.requests == 8);
+}
+
+TEST_CASE("batched offset fetch: an answer to another request answers nothing, and says so",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kWrongCorrelation);
+  auto fetched = Fetcher({broker.address()}, 200).Fetch({"a", "b"}, 2s, 10s);
+  CHECK_FALSE(fetched.offsets[0].has_value());
+  CHECK_FALSE(fetched.offsets[1].has_value());
+  CHECK(fetched.requests == 0);
+  CHECK_THAT(fetched.failure, Catch::Contains("OffsetFetch response answers request"));
 }
 
 TEST_CASE("batched offset fetch: a broker before Kafka 3.0 leaves every group to librdkafka",
