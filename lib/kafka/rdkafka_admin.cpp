@@ -271,7 +271,8 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
                    cluster_name_, *unsupported);
     } else {
       BatchedOffsetFetcherOptions options;
-      std::stringstream list(bootstrap_servers);
+      // From properties_, not the argument: that may refer into the properties just replaced.
+      std::stringstream list(properties_["bootstrap.servers"]);
       for (std::string server; std::getline(list, server, ',');) {
         if (!server.empty()) options.bootstrap_servers.push_back(server);
       }
