@@ -28,15 +28,16 @@ build_packages=(
   g++ cmake ninja-build pkg-config git
   # libraries (all from Debian 12); libcrypt-dev: bcrypt for --web.config.file basic auth;
   # libre2-dev: name filters in linear time (std::regex recursed per character of a name);
-  # zlib1g-dev: gzip of /metrics for scrapers that accept it; libhiredis-dev: Redis position stores
+  # libisal-dev and zlib1g-dev: gzip of /metrics for scrapers that accept it (ISA-L deflates,
+  # zlib inflates for those that do not); libhiredis-dev: Redis position stores
   librdkafka-dev prometheus-cpp-dev libboost-dev libboost-system-dev libsimdjson-dev
   libspdlog-dev libyaml-cpp-dev catch2 libssl-dev libcli11-dev libcrypt-dev libre2-dev zlib1g-dev
-  libhiredis-dev
+  libisal-dev libhiredis-dev
 )
 # What the binary links dynamically (ldd), plus CA certificates for TLS to Kafka and Flink.
 runtime_packages=(
   librdkafka1 libprometheus-cpp-core1.0 libsimdjson14 libspdlog1.10 libfmt9 libyaml-cpp0.7
-  libssl3 libcrypt1 libre2-9 zlib1g libhiredis0.14 ca-certificates
+  libssl3 libcrypt1 libre2-9 zlib1g libisal2 libhiredis0.14 ca-certificates
 )
 test_packages=(
   # tests: promtool, Python venv, curl and openssl (TLS clients), systemd-analyze, and a

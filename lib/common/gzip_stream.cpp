@@ -1,5 +1,7 @@
 #include "common/gzip_stream.h"
 
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -9,7 +11,7 @@
 namespace lagsight {
 namespace {
 
-// zlib counts a call's input and output in 32 bits: larger texts go in 1 GiB steps.
+// zlib and ISA-L count a call's input and output in 32 bits: larger texts go in 1 GiB steps.
 constexpr std::size_t kStep = std::size_t{1} << 30;
 // The deflate window: how far back a piece may refer.
 constexpr std::size_t kWindow = 32 * 1024;
@@ -19,7 +21,10 @@ Bytef* Bytes(const char* data) { return reinterpret_cast<Bytef*>(const_cast<char
 std::uint32_t Crc32(std::uint32_t crc, std::string_view text) {
   while (!text.empty()) {
     const std::size_t step = std::min(kStep, text.size());
-    crc = static_cast<std::uint32_t>(crc32(crc, Bytes(text.data()), static_cast<uInt>(step)));
+    // ISA-L's, not zlib's: the same CRC-32 (gzip's), five times as fast on this machine (243 MB
+    // of exposition: 0.023 s against 0.117 s), which was a tenth of a render.
+    crc = crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<std::uint64_t>(step));
     text.remove_prefix(step);
   }
   return crc;
@@ -31,26 +36,28 @@ void AppendLittleEndian32(std::uint32_t value, std::string& out) {
 
 }  // namespace
 
-RunDeflater::RunDeflater() : stream_(new z_stream{}) {
-  // Negative window bits: raw deflate, no zlib or gzip wrapper (GzipJoiner writes the gzip one).
-  if (deflateInit2(stream_, Z_BEST_SPEED, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    delete stream_;
-    throw std::runtime_error("gzip: deflateInit2 failed");
-  }
-}
+RunDeflater::RunDeflater()
+    : stream_(std::make_unique<isal_zstream>()), level_buffer_(ISAL_DEF_LVL1_DEFAULT) {}
 
-RunDeflater::~RunDeflater() {
-  deflateEnd(stream_);
-  delete stream_;
-}
+RunDeflater::~RunDeflater() = default;
 
 void RunDeflater::Append(std::string_view text, std::string_view preceding, DeflatedRun& run) {
   if (text.empty()) return;
-  if (deflateReset(stream_) != Z_OK) throw std::runtime_error("gzip: deflateReset failed");
+  isal_zstream& stream = *stream_;
+  isal_deflate_init(&stream);
+  stream.level = 1;
+  stream.level_buf = level_buffer_.data();
+  stream.level_buf_size = static_cast<std::uint32_t>(level_buffer_.size());
+  stream.gzip_flag = IGZIP_DEFLATE;  // raw deflate: GzipJoiner writes the gzip wrapper
+  // A sync flush at the end of each step and never the end of the stream: the output ends on a
+  // byte boundary, with an empty stored block, and holds no final block.
+  stream.flush = SYNC_FLUSH;
+  stream.end_of_stream = 0;
   if (preceding.size() > kWindow) preceding.remove_prefix(preceding.size() - kWindow);
-  if (!preceding.empty() && deflateSetDictionary(stream_, Bytes(preceding.data()),
-                                                 static_cast<uInt>(preceding.size())) != Z_OK) {
-    throw std::runtime_error("gzip: deflateSetDictionary failed");
+  if (!preceding.empty() &&
+      isal_deflate_set_dict(&stream, Bytes(preceding.data()),
+                            static_cast<std::uint32_t>(preceding.size())) != COMP_OK) {
+    throw std::runtime_error("gzip: isal_deflate_set_dict failed");
   }
   run.crc32 = Crc32(run.crc32, text);
   run.text_size += text.size();
@@ -58,20 +65,25 @@ void RunDeflater::Append(std::string_view text, std::string_view preceding, Defl
   std::size_t used = out.size();
   while (!text.empty()) {
     const std::size_t step = std::min(kStep, text.size());
-    stream_->next_in = Bytes(text.data());
-    stream_->avail_in = static_cast<uInt>(step);
+    stream.next_in = Bytes(text.data());
+    stream.avail_in = static_cast<std::uint32_t>(step);
     text.remove_prefix(step);
-    // Z_SYNC_FLUSH after every step: the output ends on a byte boundary with no final block, and
-    // it is complete once deflate returns with output space left over.
-    do {
+    // The step is compressed and flushed once all of it is read and the deflater waits for a
+    // new block (ISA-L's igzip_lib.h: state ZSTATE_NEW_HDR after a sync flush).
+    while (stream.avail_in != 0 || stream.internal_state.state != ZSTATE_NEW_HDR) {
       if (out.size() - used < 4096) out.resize(used + std::max<std::size_t>(4096, step / 4));
-      stream_->next_out = reinterpret_cast<Bytef*>(out.data() + used);
-      stream_->avail_out = static_cast<uInt>(std::min(kStep, out.size() - used));
-      const std::size_t room = stream_->avail_out;
-      const int result = deflate(stream_, Z_SYNC_FLUSH);
-      if (result != Z_OK && result != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");
-      used += room - stream_->avail_out;
-    } while (stream_->avail_out == 0);
+      stream.next_out = reinterpret_cast<std::uint8_t*>(out.data() + used);
+      stream.avail_out = static_cast<std::uint32_t>(std::min(kStep, out.size() - used));
+      const std::uint32_t unread = stream.avail_in;
+      const std::uint32_t room = stream.avail_out;
+      if (isal_deflate(&stream) != COMP_OK) throw std::runtime_error("gzip: isal_deflate failed");
+      used += room - stream.avail_out;
+      // With 4 KiB of room a call always reads or writes something; were it not to, this loop
+      // would not end.
+      if (stream.avail_in == unread && stream.avail_out == room) {
+        throw std::runtime_error("gzip: isal_deflate made no progress");
+      }
+    }
   }
   out.resize(used);
 }
