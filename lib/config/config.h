@@ -67,8 +67,8 @@ struct KafkaClusterConfig {
   // OffsetFetch.
   int max_concurrent_requests = 64;
   // Read the committed offsets of many groups per OffsetFetch (KIP-709, Kafka 3.0+) where the
-  // cluster is reached over PLAINTEXT; groups it cannot answer, and every group otherwise, are
-  // read one request per group through librdkafka (kafka/offset_fetch_client.h).
+  // cluster is reached over PLAINTEXT or TLS; groups it cannot answer, and every group otherwise,
+  // are read one request per group through librdkafka (kafka/offset_fetch_client.h).
   bool batched_offset_fetch = true;
   // Records read per poll to learn the timestamp of a group's oldest unconsumed record (lag in
   // seconds); positions already read are cached and cost nothing. 0 turns the reads off.

@@ -17,6 +17,8 @@
 #include <deque>
 #include <variant>
 
+#include "common/tls_client.h"
+
 namespace lagsight::flink {
 
 namespace asio = boost::asio;
@@ -84,14 +86,8 @@ struct HttpClient::Impl {
     co_await Lowest(*stream).async_connect(endpoints,
                                            asio::redirect_error(asio::use_awaitable, error));
     if (error) co_return Error{"connecting to " + host + ":" + port + ": " + error.message()};
-    // SNI carries host names only (RFC 6066 3); the certificate is still checked against an IP.
-    beast::error_code not_an_ip;
-    asio::ip::make_address(host, not_an_ip);
-    if (not_an_ip && !SSL_set_tlsext_host_name(stream->native_handle(), host.c_str())) {
-      co_return Error{"TLS: cannot set the server name " + host};
-    }
-    if (!options.insecure_skip_verify) {
-      stream->set_verify_callback(asio::ssl::host_name_verification(host));
+    if (auto failed = PrepareTlsClient(*stream, host, !options.insecure_skip_verify)) {
+      co_return *failed;
     }
     co_await stream->async_handshake(asio::ssl::stream_base::client,
                                      asio::redirect_error(asio::use_awaitable, error));

@@ -12,14 +12,20 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cctype>
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
+#include "common/tls_client.h"
 #include "kafka/wire.h"
 
 namespace lagsight::kafka {
@@ -40,6 +46,75 @@ struct Address {
 
 // Host:port -> its endpoints, kept across Fetch calls.
 struct ResolvedAddresses : std::map<std::string, tcp::resolver::results_type> {};
+
+struct TlsContext {
+  asio::ssl::context context{asio::ssl::context::tls_client};
+};
+
+namespace {
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection to a broker: TCP, or TLS over it.
+struct BrokerConnection {
+  std::unique_ptr<PlainStream> plain;
+  std::unique_ptr<TlsStream> tls;
+};
+
+// The context for `tls`, loaded as librdkafka loads its properties.
+Result<std::unique_ptr<TlsContext>> MakeTlsContext(const TlsOptions& tls) {
+  auto made = std::make_unique<TlsContext>();
+  asio::ssl::context& context = made->context;
+  beast::error_code error;
+  if (!tls.ca_pem.empty()) {
+    context.add_certificate_authority(asio::buffer(tls.ca_pem), error);
+    if (error) return Error{"ssl.ca.pem: " + error.message()};
+  } else if (!tls.ca_location.empty()) {
+    std::error_code not_a_directory;
+    if (std::filesystem::is_directory(tls.ca_location, not_a_directory)) {
+      context.add_verify_path(tls.ca_location, error);
+    } else {
+      context.load_verify_file(tls.ca_location, error);
+    }
+    if (error) return Error{"ssl.ca.location " + tls.ca_location + ": " + error.message()};
+  } else {
+    context.set_default_verify_paths(error);
+    if (error) return Error{"OpenSSL's default CA paths: " + error.message()};
+  }
+  if (!tls.key_password.empty()) {
+    context.set_password_callback(
+        [password = tls.key_password](std::size_t, asio::ssl::context::password_purpose) {
+          return password;
+        });
+  }
+  if (!tls.certificate_pem.empty()) {
+    context.use_certificate_chain(asio::buffer(tls.certificate_pem), error);
+    if (error) return Error{"ssl.certificate.pem: " + error.message()};
+  } else if (!tls.certificate_location.empty()) {
+    context.use_certificate_chain_file(tls.certificate_location, error);
+    if (error) {
+      return Error{"ssl.certificate.location " + tls.certificate_location + ": " + error.message()};
+    }
+  }
+  if (!tls.key_pem.empty()) {
+    context.use_private_key(asio::buffer(tls.key_pem), asio::ssl::context::pem, error);
+    if (error) return Error{"ssl.key.pem: " + error.message()};
+  } else if (!tls.key_location.empty()) {
+    context.use_private_key_file(tls.key_location, asio::ssl::context::pem, error);
+    if (error) return Error{"ssl.key.location " + tls.key_location + ": " + error.message()};
+  }
+  context.set_verify_mode(tls.verify_certificate ? asio::ssl::verify_peer : asio::ssl::verify_none);
+  return made;
+}
+
+std::string Lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+}  // namespace
 
 namespace {
 
@@ -71,6 +146,7 @@ bool Supports(const std::map<std::int16_t, wire::VersionRange>& versions, std::i
 // (and with it every coroutine frame still pending at a timeout) goes before what they refer to.
 struct Session {
   const BatchedOffsetFetcherOptions& options;
+  TlsContext* tls;  // null: PLAINTEXT
   std::chrono::milliseconds request_timeout;
   const std::vector<std::string>& ids;
   ResolvedAddresses& resolved;
@@ -144,13 +220,13 @@ struct Session {
     co_return endpoints;
   }
 
-  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(Address address) {
+  asio::awaitable<Result<BrokerConnection>> Connect(Address address) {
     const auto deadline = Clock::now() + request_timeout;
     const std::string where = address.host + ":" + address.port;
     auto endpoints = co_await Resolve(address, deadline);
     if (!endpoints) co_return endpoints.error();
     beast::error_code error;
-    auto stream = std::make_unique<beast::tcp_stream>(io);
+    auto stream = std::make_unique<PlainStream>(io);
     stream->expires_at(deadline);
     co_await stream->async_connect(*endpoints, asio::redirect_error(asio::use_awaitable, error));
     if (error) {
@@ -158,14 +234,28 @@ struct Session {
       co_return Error{"connecting to " + where + ": " + error.message()};
     }
     stream->socket().set_option(tcp::no_delay(true), error);
-    co_return stream;
+    BrokerConnection connection;
+    if (tls == nullptr) {
+      connection.plain = std::move(stream);
+      co_return connection;
+    }
+    connection.tls = std::make_unique<TlsStream>(std::move(*stream), tls->context);
+    if (auto failed =
+            PrepareTlsClient(*connection.tls, address.host,
+                             options.tls->verify_certificate && options.tls->verify_host_name)) {
+      co_return *failed;
+    }
+    co_await connection.tls->async_handshake(asio::ssl::stream_base::client,
+                                             asio::redirect_error(asio::use_awaitable, error));
+    if (error) co_return Error{"TLS handshake with " + where + ": " + error.message()};
+    co_return connection;
   }
 
   // Sends one request frame and reads the answer's payload.
-  asio::awaitable<Result<wire::Bytes>> Exchange(beast::tcp_stream& stream,
-                                                const wire::Bytes& request) {
+  template <typename Stream>
+  asio::awaitable<Result<wire::Bytes>> ExchangeOn(Stream& stream, const wire::Bytes& request) {
     beast::error_code error;
-    stream.expires_after(request_timeout);
+    beast::get_lowest_layer(stream).expires_after(request_timeout);
     co_await asio::async_write(stream, asio::buffer(request),
                                asio::redirect_error(asio::use_awaitable, error));
     if (error) co_return Error{"sending: " + error.message()};
@@ -184,12 +274,18 @@ struct Session {
     co_return payload;
   }
 
+  asio::awaitable<Result<wire::Bytes>> Exchange(BrokerConnection& connection,
+                                                const wire::Bytes& request) {
+    if (connection.tls) co_return co_await ExchangeOn(*connection.tls, request);
+    co_return co_await ExchangeOn(*connection.plain, request);
+  }
+
   // Connects to `address` and checks the broker there speaks the batched requests.
-  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Open(Address address) {
+  asio::awaitable<Result<BrokerConnection>> Open(Address address) {
     auto stream = co_await Connect(address);
     if (!stream) co_return stream.error();
     const std::int32_t id = next_correlation_id++;
-    auto payload = co_await Exchange(**stream, wire::ApiVersionsRequest(id, options.client_id));
+    auto payload = co_await Exchange(*stream, wire::ApiVersionsRequest(id, options.client_id));
     if (!payload) co_return Error{"ApiVersions: " + payload.error().message};
     auto versions = wire::ParseApiVersionsResponse(*payload, id);
     if (!versions) co_return versions.error();
@@ -219,7 +315,7 @@ struct Session {
       }
       const std::int32_t id = next_correlation_id++;
       auto payload =
-          co_await Exchange(**stream, wire::OffsetFetchRequest(id, options.client_id, groups));
+          co_await Exchange(*stream, wire::OffsetFetchRequest(id, options.client_id, groups));
       if (!payload) {
         Fail("OffsetFetch to " + where + ": " + payload.error().message);
         co_return;
@@ -250,7 +346,7 @@ struct Session {
 
   asio::awaitable<void> Run() {
     // A bootstrap server that speaks the batched requests locates the coordinators.
-    std::unique_ptr<beast::tcp_stream> bootstrap;
+    std::optional<BrokerConnection> bootstrap;
     std::string failures;
     for (const std::string& server : options.bootstrap_servers) {
       auto stream = co_await Open(ParseAddress(server));
@@ -314,28 +410,83 @@ struct Session {
 
 }  // namespace
 
-std::optional<std::string> BatchedOffsetFetcher::Unsupported(
+Result<std::optional<TlsOptions>> BatchedOffsetFetcher::Security(
     const std::map<std::string, std::string>& properties) {
   const auto protocol = properties.find("security.protocol");
-  if (protocol == properties.end()) return std::nullopt;
-  std::string name = protocol->second;
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (name == "plaintext") return std::nullopt;
-  return "security.protocol " + protocol->second + " (the batched fetch speaks PLAINTEXT only)";
+  const std::string name = protocol == properties.end() ? "plaintext" : Lowercase(protocol->second);
+  if (name == "plaintext") return std::optional<TlsOptions>();
+  if (name != "ssl") {
+    return Error{"security.protocol " + protocol->second +
+                 " (the batched fetch speaks PLAINTEXT and SSL, not SASL)"};
+  }
+  // The TLS settings it applies as librdkafka does; any other (a PKCS#12 keystore, cipher, curve
+  // or signature lists, a CRL, an engine or provider) leaves the cluster to librdkafka.
+  static const std::set<std::string> kApplied = {"ssl.ca.location",
+                                                 "ssl.ca.pem",
+                                                 "ssl.certificate.location",
+                                                 "ssl.certificate.pem",
+                                                 "ssl.key.location",
+                                                 "ssl.key.pem",
+                                                 "ssl.key.password",
+                                                 "enable.ssl.certificate.verification",
+                                                 "ssl.endpoint.identification.algorithm"};
+  TlsOptions tls;
+  for (const auto& [key, value] : properties) {
+    const bool tls_setting = key.rfind("ssl.", 0) == 0 || key.rfind("ssl_", 0) == 0 ||
+                             key == "enable.ssl.certificate.verification";
+    if (!tls_setting) continue;
+    if (kApplied.count(key) == 0) return Error{key + " (not applied by the batched fetch)"};
+    if (key == "ssl.ca.location") {
+      if (Lowercase(value) == "probe") return Error{"ssl.ca.location probe"};
+      tls.ca_location = value;
+    } else if (key == "ssl.ca.pem") {
+      tls.ca_pem = value;
+    } else if (key == "ssl.certificate.location") {
+      tls.certificate_location = value;
+    } else if (key == "ssl.certificate.pem") {
+      tls.certificate_pem = value;
+    } else if (key == "ssl.key.location") {
+      tls.key_location = value;
+    } else if (key == "ssl.key.pem") {
+      tls.key_pem = value;
+    } else if (key == "ssl.key.password") {
+      tls.key_password = value;
+    } else if (key == "enable.ssl.certificate.verification") {
+      const std::string flag = Lowercase(value);
+      if (flag != "true" && flag != "false") return Error{key + " " + value};
+      tls.verify_certificate = flag == "true";
+    } else {  // ssl.endpoint.identification.algorithm
+      const std::string algorithm = Lowercase(value);
+      if (algorithm != "https" && algorithm != "none") return Error{key + " " + value};
+      tls.verify_host_name = algorithm == "https";
+    }
+  }
+  return std::optional<TlsOptions>(std::move(tls));
 }
 
 BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
-    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {}
+    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
+  if (!options_.tls) return;
+  auto context = MakeTlsContext(*options_.tls);
+  if (context) {
+    tls_ = std::move(context).value();
+  } else {
+    tls_failure_ = "TLS: " + context.error().message;
+  }
+}
 
 BatchedOffsetFetcher::~BatchedOffsetFetcher() = default;
 
 BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
                                            std::chrono::milliseconds request_timeout,
                                            std::chrono::milliseconds total_timeout) {
-  Session session{options_, request_timeout, ids, *resolved_, {}};
+  Session session{options_, tls_.get(), request_timeout, ids, *resolved_, {}};
   session.answer.offsets.resize(ids.size());
   if (ids.empty()) return std::move(session.answer);
+  if (!tls_failure_.empty()) {
+    session.Fail(tls_failure_);
+    return std::move(session.answer);
+  }
   asio::co_spawn(session.io, session.Run(), session.Completion("FindCoordinator"));
   session.io.run_for(total_timeout);
   // Still running at the deadline: the pending coroutines are dropped with the io_context, and

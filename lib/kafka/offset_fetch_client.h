@@ -11,8 +11,9 @@
 // (RdKafkaAdmin::ListCommittedOffsets): a group comes back nullopt when the broker predates
 // OffsetFetch v8, its coordinator is moving or loading, the group or one of its partitions
 // carries an error code, a connection fails or the time runs out. So error messages, retries and
-// anything unusual stay librdkafka's. Only for clusters reached over PLAINTEXT (see Supports);
-// SASL and TLS clusters keep the per-group path.
+// anything unusual stay librdkafka's. Only for clusters reached over PLAINTEXT or TLS (SSL, mTLS)
+// with the settings TlsOptions holds (see Security); SASL clusters and unusual TLS settings keep
+// the per-group path.
 //
 // Blocking, bounded by the timeouts it is given (but for resolving a host name it has not
 // resolved before: getaddrinfo cannot be interrupted); runs its own io_context on the calling
@@ -27,14 +28,29 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "kafka/snapshot.h"
 
 namespace lagsight::kafka {
 
 struct ResolvedAddresses;
+struct TlsContext;
+
+// TLS as librdkafka's properties set it up for security.protocol SSL, and as librdkafka 2.0.2
+// does it: the broker's certificate verified against the CA (OpenSSL's default paths when none is
+// given) and its host name checked (RFC 2818), each unless turned off.
+struct TlsOptions {
+  std::string ca_location;  // ssl.ca.location: a file or a directory of CA certificates
+  std::string ca_pem;       // ssl.ca.pem
+  std::string certificate_location, certificate_pem;  // ssl.certificate.*: mTLS
+  std::string key_location, key_pem, key_password;    // ssl.key.*
+  bool verify_certificate = true;                     // enable.ssl.certificate.verification
+  bool verify_host_name = true;  // ssl.endpoint.identification.algorithm: https (or none)
+};
 
 struct BatchedOffsetFetcherOptions {
   std::vector<std::string> bootstrap_servers;  // host:port, [v6]:port, optionally proto://
+  std::optional<TlsOptions> tls;               // nullopt: PLAINTEXT
   std::string client_id = "lagsight";
   // Connections per coordinator, each with one request in flight (a broker answers a
   // connection's requests one at a time).
@@ -57,9 +73,11 @@ struct BatchedOffsets {
 
 class BatchedOffsetFetcher {
  public:
-  // Why the client `properties` (librdkafka's) reach the cluster in a way this fetcher does not
-  // speak; nullopt for PLAINTEXT, the one it speaks.
-  static std::optional<std::string> Unsupported(
+  // How the client `properties` (librdkafka's) reach the cluster: nullopt for PLAINTEXT, the
+  // TLS options for SSL; an error saying why when this fetcher does not speak it (SASL, a PKCS#12
+  // keystore, cipher or curve lists, a CRL, an engine: anything it would not do as librdkafka
+  // does).
+  static Result<std::optional<TlsOptions>> Security(
       const std::map<std::string, std::string>& properties);
 
   explicit BatchedOffsetFetcher(BatchedOffsetFetcherOptions options);
@@ -72,6 +90,10 @@ class BatchedOffsetFetcher {
  private:
   BatchedOffsetFetcherOptions options_;
   std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
+  // With options_.tls: the OpenSSL context built from it, or why it could not be (a file that
+  // cannot be read, a wrong key password): then every Fetch answers nothing and says so.
+  std::unique_ptr<TlsContext> tls_;
+  std::string tls_failure_;
 };
 
 }  // namespace lagsight::kafka

@@ -266,11 +266,13 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
   queue_.reset(rd_kafka_queue_new(handle_.get()));
   closed_reason_.clear();
   if (batched_offset_fetch_) {
-    if (auto unsupported = BatchedOffsetFetcher::Unsupported(properties_)) {
+    auto security = BatchedOffsetFetcher::Security(properties_);
+    if (!security) {
       spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
-                   cluster_name_, *unsupported);
+                   cluster_name_, security.error().message);
     } else {
       BatchedOffsetFetcherOptions options;
+      options.tls = std::move(security).value();
       // From properties_, not the argument: that may refer into the properties just replaced.
       std::stringstream list(properties_["bootstrap.servers"]);
       for (std::string server; std::getline(list, server, ',');) {

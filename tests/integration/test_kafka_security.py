@@ -16,6 +16,9 @@ the test makes topics, groups and ACLs there, and Kafka's own tools read the gro
 The principals lagsight runs as are ``User:lagsight`` (SCRAM) and ``User:CN=<name>`` (client
 certificates; Kafka's default SSL principal is the certificate's subject).
 
+Over SSL (mTLS) lagsight reads committed offsets with its own batched OffsetFetch client, in TLS
+with the same certificates (``batched_offset_fetch``, on by default); over SASL, with librdkafka.
+
 On each broker: topic ``orders`` (3 partitions, records an hour old) with the simple group ``app``;
 topic ``secret`` and group ``hidden``, on which lagsight's principals are explicitly denied
 Describe; and on 4.1.1 the classic group ``member``, a live consumer assigned both topics.
@@ -331,6 +334,14 @@ def test_minimal_acls_are_enough(cluster_logs, start_lagsight, kafka_version, li
     assert value(metrics, "lagsight_kafka_up") == 1
     assert value(metrics, "lagsight_kafka_poll_partial_errors") == 0, warnings_in(lagsight.log_file)
     assert_same_as_kafka_tools(metrics, cluster.broker)
+    # Over mTLS the committed offsets came from lagsight's own batched OffsetFetch in TLS (a poll
+    # in which it answered and nothing failed); SASL stays with librdkafka.
+    log = lagsight.log_file.read_text()
+    if listener == "MTLS":
+        assert "committed offsets read with batched OffsetFetch requests (KIP-709)" in log, log
+    else:
+        assert ("committed offsets read one request per group: security.protocol SASL_SSL"
+                in log), log
 
 
 def test_scram_to_kafka_4_is_refused_for_old_librdkafka_and_said_so(cluster_logs, start_lagsight):
