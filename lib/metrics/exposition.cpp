@@ -1,8 +1,10 @@
 #include "metrics/exposition.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace lagsight::metrics {
@@ -28,12 +30,18 @@ const char* TypeName(prometheus::MetricType type) {
 // HELP text escapes backslash and newline (prometheus-cpp 1.0.1 writes it as it is; lagsight's
 // help texts hold neither, so the two agree).
 void AppendEscaped(std::string_view text, bool quote, std::string& out) {
-  // Runs without a character to escape are appended whole: nearly every value is one run.
-  const std::string_view special = quote ? std::string_view("\\\n\"") : std::string_view("\\\n");
+  // Runs without a character to escape are appended whole: nearly every value is one run. Found
+  // by a plain loop: find_first_of calls memchr over the set for every character, and most
+  // values (partition numbers) are a few characters long.
+  const auto special = [quote](char c) { return c == '\\' || c == '\n' || (quote && c == '"'); };
   while (!text.empty()) {
-    const std::size_t at = text.find_first_of(special);
+    const std::size_t at =
+        static_cast<std::size_t>(std::find_if(text.begin(), text.end(), special) - text.begin());
+    if (at == text.size()) {
+      out.append(text);
+      return;
+    }
     out.append(text.substr(0, at));
-    if (at == std::string_view::npos) return;
     out += text[at] == '\\' ? "\\\\" : text[at] == '\n' ? "\\n" : "\\\"";
     text.remove_prefix(at + 1);
   }
@@ -56,6 +64,17 @@ void AppendValue(double value, std::string& out) {
     out += "Nan";
   } else if (std::isinf(value)) {
     out += value < 0 ? "-Inf" : "+Inf";
+  } else if (value == std::trunc(value) && std::fabs(value) <= 9007199254740992.0 &&
+             !(value == 0 && std::signbit(value))) {
+    // An integer of at most 2^53 (offsets, lags, counts, 0 and 1: two thirds of the series at a
+    // million group-partitions) has at most 16 digits, all of which %.16g writes, without an
+    // exponent: written as an integer, it is the same text, 5 ns against 37 ns a value on this
+    // machine (2M values, std::to_chars of an int64_t against that of a double with precision).
+    // -0 is integral too, and %.16g writes its sign: it takes the general path.
+    std::array<char, 24> buffer;
+    const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(),
+                                            static_cast<std::int64_t>(value));
+    out.append(buffer.data(), end);
   } else {
     // %.16g, as prometheus-cpp 1.0.1 writes it (max_digits10 - 1 significant digits): every
     // offset below 2^53 is written exactly.
@@ -73,11 +92,19 @@ LabelText& LabelText::Add(std::string_view name, std::string_view value) {
 }
 
 FamilyBuilder::Family& FamilyBuilder::FamilyOf(const MetricDef& def) {
+  // Fibonacci hashing of the address: the few definitions a render alternates between (a
+  // partition's committed offset, lag and lag in seconds) land in different slots.
+  const std::size_t slot =
+      (reinterpret_cast<std::uintptr_t>(&def) * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits);
+  RecentFamily& recent = recent_[slot];
+  if (recent.def == &def) return *recent.family;
   Family*& cached = by_def_[&def];
   if (cached == nullptr) {
     cached = &families_[def.name];
     cached->def = &def;
+    cached->name = def.name;
   }
+  recent = {&def, cached};
   return *cached;
 }
 
@@ -93,7 +120,7 @@ void FamilyBuilder::EndLine(Family& family, double value) {
 void FamilyBuilder::Add(const MetricDef& def, const Labels& labels, double value) {
   Family& family = FamilyOf(def);
   std::string& out = family.pending;
-  out += def.name;
+  out += family.name;  // its length known: def.name is a C string
   if (!labels.empty()) {
     out += '{';
     bool first = true;
@@ -108,7 +135,7 @@ void FamilyBuilder::Add(const MetricDef& def, const LabelText& shared,
                         double value) {
   Family& family = FamilyOf(def);
   std::string& out = family.pending;
-  out += def.name;
+  out += family.name;  // its length known: def.name is a C string
   if (!shared.text().empty() || more.size() != 0) {
     out += '{';
     out += shared.text();
@@ -138,6 +165,7 @@ void FamilyBuilder::Append(FamilyBuilder&& other) {
   series_ += other.series_;
   other.families_.clear();
   other.by_def_.clear();
+  other.recent_ = {};
   other.series_ = 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include <prometheus/metric_type.h>
 
+#include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <map>
@@ -88,6 +89,7 @@ class FamilyBuilder {
  private:
   struct Family {
     const MetricDef* def = nullptr;
+    std::string_view name;  // def->name
     // Lines not yet compressed, after the first `dictionary` bytes: the end of what was, which
     // the next piece may refer back to.
     std::string pending;
@@ -102,6 +104,14 @@ class FamilyBuilder {
   // Each definition's family, found by address: looking the name up in families_ for every
   // series compared strings (memcmp was 7 % of exposition_bench).
   std::unordered_map<const MetricDef*, Family*> by_def_;
+  // In front of by_def_, the families used last, one slot per address hash: a million series
+  // look their family up a million times.
+  static constexpr int kRecentBits = 5;
+  struct RecentFamily {
+    const MetricDef* def = nullptr;
+    Family* family = nullptr;
+  };
+  std::array<RecentFamily, std::size_t{1} << kRecentBits> recent_{};
   std::size_t series_ = 0;
   RunDeflater deflater_;
 };

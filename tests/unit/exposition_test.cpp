@@ -213,6 +213,13 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
                                       1.5e-7,
                                       123456789012345678.0,
                                       9007199254740993.0,
+                                      9007199254740992.0,  // 2^53: the last integer written as one
+                                      -9007199254740991.0,
+                                      18014398509481984.0,  // 2^54: an exponent
+                                      1e15,
+                                      1e16,
+                                      999999999999999.0,
+                                      -42,
                                       1700000000.5,
                                       std::numeric_limits<double>::max(),
                                       std::numeric_limits<double>::denorm_min(),
