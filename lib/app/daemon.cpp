@@ -337,7 +337,7 @@ class Daemon {
               double now, bool reload_ok, double reload_time,
               std::vector<status::SourceStatus> sources, http::ConnectionCounts connections) {
     // Compressed while it is built, once per render rather than per scrape (Prometheus asks for
-    // gzip every time). zlib fails only without memory, as a growing string or map does
+    // gzip every time). The deflater fails only without memory, as a growing string or map does
     // (bad_alloc): that render is skipped, and the last exposition stays published. An exception
     // escaping a pool handler would end the process.
     std::shared_ptr<const GzippedText> exposition;

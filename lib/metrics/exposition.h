@@ -73,7 +73,7 @@ class FamilyBuilder {
   void Append(FamilyBuilder&& other);
 
   // The exposition as one gzip member: families sorted by name, each with its HELP and TYPE,
-  // samples in the order they were added. Throws std::runtime_error when zlib fails.
+  // samples in the order they were added. Throws std::runtime_error when the deflater fails.
   GzippedText RenderGzip() &&;
 
   // The same exposition as text (tests and tools).
@@ -81,8 +81,8 @@ class FamilyBuilder {
 
   // Lines a family gathers before they are compressed. Small enough that the families' pending
   // text stays a few MB, large enough that the dictionary each piece starts from (the 32 KiB
-  // before it) keeps the ratio of one stream and costs little: zlib hashes a dictionary as it
-  // hashes text, and with 64 KiB pieces that was half as much again (deflateSetDictionary took
+  // before it) keeps the ratio of one stream and costs little: the deflater hashes a dictionary as
+  // it hashes text, and with 64 KiB pieces that was half as much again (deflateSetDictionary took
   // 8 % of exposition_bench).
   static constexpr std::size_t kPieceBytes = 256 * 1024;
 

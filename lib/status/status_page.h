@@ -36,7 +36,7 @@ enum class Severity { kCritical, kWarning, kNeutral, kHealthy };
 Severity SeverityOf(analysis::Cause cause);
 
 // The page as one gzip member, compressed while it is written (the daemon publishes this).
-// Throws std::runtime_error when zlib fails (out of memory).
+// Throws std::runtime_error when the deflater fails (out of memory).
 GzippedText RenderStatusPageGzip(const analysis::Findings& findings,
                                  const std::vector<SourceStatus>& sources, std::string_view version,
                                  double now);
