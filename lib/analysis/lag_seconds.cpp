@@ -1,6 +1,7 @@
 #include "analysis/lag_seconds.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace lagsight::analysis {
 
@@ -74,11 +75,9 @@ std::optional<LagSeconds> FromHistory(std::int64_t position, const LogEndHistory
   return std::nullopt;  // history has not seen log end pass the position: written after it
 }
 
-}  // namespace
-
-std::optional<LagSeconds> ComputeLagSeconds(std::int64_t position, std::int64_t lag,
-                                            std::optional<kafka::RecordTimestamp> record,
-                                            const LogEndHistory& history, double now) {
+std::optional<LagSeconds> Unrounded(std::int64_t position, std::int64_t lag,
+                                    std::optional<kafka::RecordTimestamp> record,
+                                    const LogEndHistory& history, double now) {
   if (lag <= 0) return LagSeconds{0, LagSecondsMethod::kCaughtUp};
   if (record) {
     const double timestamp = static_cast<double>(record->ms) / 1000.0;
@@ -89,6 +88,20 @@ std::optional<LagSeconds> ComputeLagSeconds(std::int64_t position, std::int64_t 
     return FromHistory(position, history, now, /*timestamp_implausible=*/true);
   }
   return FromHistory(position, history, now, /*timestamp_implausible=*/false);
+}
+
+}  // namespace
+
+std::optional<LagSeconds> ComputeLagSeconds(std::int64_t position, std::int64_t lag,
+                                            std::optional<kafka::RecordTimestamp> record,
+                                            const LogEndHistory& history, double now) {
+  std::optional<LagSeconds> lag_seconds = Unrounded(position, lag, record, history, now);
+  // To the millisecond: a record's timestamp has no finer resolution, and the digits below it
+  // were only the sub-millisecond part of lagsight's own clock (709.6561937332153). Rounded,
+  // the value is short text that the exposition writes 3x faster (AppendValue), and 10 bytes
+  // fewer for each of a million series at issue 14's S3.
+  if (lag_seconds) lag_seconds->seconds = std::round(lag_seconds->seconds * 1000) / 1000;
+  return lag_seconds;
 }
 
 }  // namespace lagsight::analysis

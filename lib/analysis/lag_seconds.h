@@ -20,7 +20,8 @@
 //                     the record had a CreateTime that cannot be when it was written (in the
 //                     future, at the epoch, or far outside when log end passed it): the age is
 //                     the interpolated one (or its lower bound), and the method says why.
-// No answer when none applies (e.g. lagsight just started and fetched nothing yet).
+// No answer when none applies (e.g. lagsight just started and fetched nothing yet). Seconds are
+// rounded to the millisecond, the resolution of Kafka's record timestamps.
 #pragma once
 
 #include <cstdint>

@@ -279,6 +279,9 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
       // partition adds its number without a Labels vector of its own.
       LabelText shared;
       shared.Add("kafka_cluster", cluster).Add("group", group.group).Add("topic", topic.topic);
+      // ...and the start of their lines up to the partition, written once per topic.
+      const SeriesPrefix committed(kCommitted, shared, "partition");
+      const SeriesPrefix lag(kLag, shared, "partition");
       PartitionNumber number;
       for (const analysis::PartitionLag& partition : topic.partitions) {
         const char* position = PositionName(partition.position);
@@ -290,13 +293,9 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
         }
         if (per_partition) {
           if (series.partition_committed_offsets) {
-            out.Add(kCommitted, shared, {{"partition", partition_label}},
-                    static_cast<double>(*partition.committed));
+            out.Add(committed, partition_label, {}, static_cast<double>(*partition.committed));
           }
-          if (partition.lag) {
-            out.Add(kLag, shared, {{"partition", partition_label}},
-                    static_cast<double>(*partition.lag));
-          }
+          if (partition.lag) out.Add(lag, partition_label, {}, static_cast<double>(*partition.lag));
         }
         // A committed offset out of range is kept at every level: it is rare, and it is the
         // one series that says which partition is broken.
@@ -305,10 +304,10 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
         }
       }
       if (!per_partition || lag_seconds == nullptr) continue;
+      const SeriesPrefix seconds_prefix(kLagSeconds, shared, "partition");
       for (const analysis::PartitionLagSeconds& seconds : *lag_seconds) {
-        out.Add(kLagSeconds, shared,
-                {{"partition", number(seconds.partition)},
-                 {"method", analysis::LagSecondsMethodName(seconds.value.method)}},
+        out.Add(seconds_prefix, number(seconds.partition),
+                {{"method", analysis::LagSecondsMethodName(seconds.value.method)}},
                 seconds.value.seconds);
       }
     }

@@ -4,11 +4,14 @@
 #include <prometheus/text_serializer.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -278,6 +281,48 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
 
   CHECK(builder.series() == 3 * values.size() + 1);
   CHECK(std::move(builder).Render() == prometheus::TextSerializer().Serialize(families));
+}
+
+// AppendValue takes shortcuts for integers and for whole milliseconds (lag in seconds); each
+// must come out as prometheus-cpp's %.16g writes the value, where near a millisecond is not
+// the millisecond to 16 digits (709.656 is 709.6559999999999) and at powers of ten.
+TEST_CASE("values are written as %.16g writes them, shortcuts included", "[metrics]") {
+  std::vector<double> values;
+  std::mt19937_64 random(20261205);
+  const auto around = [&](double value) {
+    double below = value;
+    double above = value;
+    values.push_back(value);
+    for (int step = 0; step < 4; ++step) {
+      below = std::nextafter(below, -INFINITY);
+      above = std::nextafter(above, INFINITY);
+      values.push_back(below);
+      values.push_back(above);
+    }
+  };
+  for (double scale = 1e-3; scale <= 1e13; scale *= 10) {
+    std::uniform_int_distribution<std::int64_t> thousandths(
+        0, static_cast<std::int64_t>(scale * 10'000));
+    for (int i = 0; i < 20'000; ++i) {
+      const double milliseconds = static_cast<double>(thousandths(random)) / 1000;
+      values.push_back(milliseconds);
+      values.push_back(-milliseconds);
+      if (i % 20 == 0) around(milliseconds);
+    }
+    around(scale);  // a power of ten: the digits below it are a decade finer
+    around(scale - 0.001);
+  }
+  std::uniform_real_distribution<double> noisy(0, 4000);
+  for (int i = 0; i < 20'000; ++i) values.push_back(noisy(random));
+  for (const double value : values) {
+    std::array<char, 64> expected;
+    std::snprintf(expected.data(), expected.size(), "%.16g", value);
+    std::string written;
+    metrics::AppendValue(value, written);
+    // Checked only when they differ: Catch2 would record 600,000 assertions.
+    if (written != expected.data()) REQUIRE(written == expected.data());
+  }
+  CHECK(values.size() > 600'000);
 }
 
 TEST_CASE("families compressed in pieces as they grow read back as TextSerializer writes them",
