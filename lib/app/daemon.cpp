@@ -12,10 +12,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <exception>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -343,6 +345,21 @@ class Daemon {
     std::shared_ptr<const GzippedText> exposition;
     const auto render_started = SteadyClock::now();
     try {
+      // The findings' families (45 ms at issue 14's S3, where the render's goal is 0.4 s) are
+      // built on a thread of their own while the sources render, then follow them as if added
+      // after them (FamilyBuilder::Append). An exception below waits for the thread: a future
+      // of std::async waits when destroyed.
+      const auto build_findings = [&findings] {
+        metrics::FamilyBuilder families;
+        metrics::AppendFindingsMetrics(findings, families);
+        return families;
+      };
+      std::future<metrics::FamilyBuilder> findings_families;
+      try {
+        findings_families = std::async(std::launch::async, build_findings);
+      } catch (const std::system_error&) {  // no thread to be had: built here, when asked for
+        findings_families = std::async(std::launch::deferred, build_findings);
+      }
       metrics::FamilyBuilder builder;
       if (previous_render_seconds_) {
         metrics::AppendRenderMetrics(*previous_render_seconds_, builder);
@@ -353,7 +370,7 @@ class Daemon {
                                            connections.shed_for_any_client, connections.refused,
                                            builder);
       for (const Source::Render& render : renders) render(findings, now, builder);
-      metrics::AppendFindingsMetrics(findings, builder);
+      builder.Append(findings_families.get());
       exposition = std::make_shared<const GzippedText>(std::move(builder).RenderGzip());
       previous_render_seconds_ =
           std::chrono::duration<double>(SteadyClock::now() - render_started).count();

@@ -40,6 +40,8 @@ RunDeflater::RunDeflater()
     : stream_(std::make_unique<isal_zstream>()), level_buffer_(ISAL_DEF_LVL1_DEFAULT) {}
 
 RunDeflater::~RunDeflater() = default;
+RunDeflater::RunDeflater(RunDeflater&&) noexcept = default;
+RunDeflater& RunDeflater::operator=(RunDeflater&&) noexcept = default;
 
 void RunDeflater::Append(std::string_view text, std::string_view preceding, DeflatedRun& run) {
   if (text.empty()) return;

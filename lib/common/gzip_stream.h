@@ -58,6 +58,9 @@ class RunDeflater {
   ~RunDeflater();
   RunDeflater(const RunDeflater&) = delete;
   RunDeflater& operator=(const RunDeflater&) = delete;
+  // Moved from, it may only be destroyed or assigned to (a FamilyBuilder returned by a thread).
+  RunDeflater(RunDeflater&&) noexcept;
+  RunDeflater& operator=(RunDeflater&&) noexcept;
 
   // Appends `text` to `run`, compressed. `preceding` is the text that comes right before `text`
   // in the joined stream (only its last 32 KiB count): the new blocks may refer back into it, so
