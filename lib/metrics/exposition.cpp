@@ -81,21 +81,15 @@ char* WriteMilliseconds(double value, char* at) {
   const auto thousandths = static_cast<std::int64_t>(magnitude * 1000 + 0.5);
   // Its digits, counted by comparison: a loop dividing by ten made this path slower than the
   // general one.
-  static constexpr std::array<std::int64_t, 15> kPowerOfTen = {1,
-                                                               10,
-                                                               100,
-                                                               1'000,
-                                                               10'000,
-                                                               100'000,
-                                                               1'000'000,
-                                                               10'000'000,
-                                                               100'000'000,
-                                                               1'000'000'000,
-                                                               10'000'000'000,
-                                                               100'000'000'000,
-                                                               1'000'000'000'000,
-                                                               10'000'000'000'000,
-                                                               100'000'000'000'000};
+  static constexpr std::array<std::int64_t, 15> kPowerOfTen = [] {
+    std::array<std::int64_t, 15> powers{};
+    std::int64_t power = 1;
+    for (std::int64_t& entry : powers) {
+      entry = power;
+      power *= 10;
+    }
+    return powers;
+  }();
   std::size_t digits = 1;
   while (digits < kPowerOfTen.size() && thousandths >= kPowerOfTen[digits]) ++digits;
   // A unit of the 16th significant digit of k / 1000, in thousandths: 10^(digits - 16).

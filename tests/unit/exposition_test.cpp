@@ -268,9 +268,31 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
                     {"position", "beyond_log_end"}};
     sample.gauge.value = value;
   };
+  // The same, from a prefix written once for the lines that differ from one label on.
+  static constexpr metrics::MetricDef kPrefixed{"lagsight_test_prefixed", "From a prefix.",
+                                                prometheus::MetricType::Gauge};
+  const auto add_prefixed = [&](const std::string& group, const std::string& own, double value) {
+    metrics::LabelText shared;
+    if (!group.empty()) shared.Add("group", group);
+    const metrics::SeriesPrefix prefix(kPrefixed, shared, "partition");
+    builder.Add(prefix, own, {}, value);
+    builder.Add(prefix, own, {{"method", group}}, value);
+    prometheus::MetricFamily& family = oracle[kPrefixed.name];
+    family.name = kPrefixed.name;
+    family.help = kPrefixed.help;
+    family.type = kPrefixed.type;
+    prometheus::ClientMetric& bare = family.metric.emplace_back();
+    if (!group.empty()) bare.label.push_back({"group", group});
+    bare.label.push_back({"partition", own});
+    bare.gauge.value = value;
+    prometheus::ClientMetric& more = family.metric.emplace_back(bare);
+    more.label.push_back({"method", group});
+  };
   for (std::size_t i = 0; i < values.size(); ++i) {
     add(kGauge, {{"kafka_cluster", "prod"}, {"value", label_values[i % label_values.size()]}},
         values[i]);
+    add_prefixed(label_values[i % label_values.size()], label_values[(i + 2) % label_values.size()],
+                 values[i]);
     add(kCounter, {{"n", std::to_string(i)}}, values[i]);
     add_shared(label_values[i % label_values.size()], label_values[(i + 3) % label_values.size()],
                values[i]);
@@ -279,7 +301,7 @@ TEST_CASE("the direct writer writes what prometheus-cpp's TextSerializer writes"
   std::vector<prometheus::MetricFamily> families;
   for (auto& [name, family] : oracle) families.push_back(std::move(family));
 
-  CHECK(builder.series() == 3 * values.size() + 1);
+  CHECK(builder.series() == 5 * values.size() + 1);
   CHECK(std::move(builder).Render() == prometheus::TextSerializer().Serialize(families));
 }
 
