@@ -121,7 +121,8 @@ def test_the_jobs_own_lateness_and_its_catch_up_time(session_broker, lagsight_bi
             # record's age when scraped
             compared: list[tuple[int, float, float, str, float, float]] = []
             catch_up_behind: list[float] = []
-            flink_polls: set[float] = set()
+            flink_polls: set[float] = set()  # when each poll ended
+            flink_poll_durations: set[float] = {0.0}
             kafka_polls: set[float] = set()
             previous: tuple[int, float] | None = None  # the last reading: position, its start
             deadline = time.monotonic() + 75
@@ -135,6 +136,8 @@ def test_the_jobs_own_lateness_and_its_catch_up_time(session_broker, lagsight_bi
                 metrics = lagsight.scrape()
                 flink_polls.update(promtext.select(
                     metrics, "lagsight_flink_last_poll_timestamp_seconds").values())
+                flink_poll_durations.update(promtext.select(
+                    metrics, "lagsight_flink_poll_duration_seconds").values())
                 kafka_polls.update(promtext.select(
                     metrics, "lagsight_kafka_last_poll_timestamp_seconds").values())
                 shown = one(metrics, "lagsight_flink_lag_seconds", **labels)
@@ -152,7 +155,8 @@ def test_the_jobs_own_lateness_and_its_catch_up_time(session_broker, lagsight_bi
                 time.sleep(0.5)
             by_record = [c for c in compared if c[3] == "record_timestamp"]
             assert len({c[0] for c in by_record}) >= 3, compared
-            flink_gap = largest_gap(flink_polls, POLL_INTERVAL)
+            # Between the starts of two polls: between their ends, give or take a poll's length.
+            flink_gap = largest_gap(flink_polls, POLL_INTERVAL) + max(flink_poll_durations)
             kafka_gap = largest_gap(kafka_polls, POLL_INTERVAL)
             for position, truth, value, method, uncertain, age in compared:
                 # lagsight dates a position to the Flink poll before the one that first showed it
