@@ -35,6 +35,7 @@ CATCH_UP_DELAY_US = 16_000      # ~60 records/s: the backlog shrinks by ~20/s
 # second: Flink's refresh happened after the start of the last reading that still showed the old
 # position, and before the end of the first that showed the new one.
 POLL_INTERVAL = 1.0
+MOST_POLL_GAP = 10.0  # a 1 s poller this late has stopped, whatever the load
 CURRENT = re.compile(r"^\d+\.[^.]+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.currentOffset$")
 
 
@@ -158,6 +159,11 @@ def test_the_jobs_own_lateness_and_its_catch_up_time(session_broker, lagsight_bi
             # Between the starts of two polls: between their ends, give or take a poll's length.
             flink_gap = largest_gap(flink_polls, POLL_INTERVAL) + max(flink_poll_durations)
             kafka_gap = largest_gap(kafka_polls, POLL_INTERVAL)
+            # The bounds follow the gaps, so the gaps must stay those of a working poller: a
+            # lagsight that stopped polling for longer than Flink's 10 s refresh fails here
+            # instead of loosening the comparison below.
+            assert flink_gap < MOST_POLL_GAP and kafka_gap < MOST_POLL_GAP, \
+                (flink_gap, kafka_gap)
             for position, truth, value, method, uncertain, age in compared:
                 # lagsight dates a position to the Flink poll before the one that first showed it
                 # (up to flink_gap before the refresh); the test knows the refresh only to within
