@@ -96,6 +96,7 @@ struct JobSample {
   double completed = 0;
   double failed = 0;
   double restarts = 0;
+  bool in_progress = false;  // a checkpoint was under way
 };
 
 struct SourceSample {
@@ -183,6 +184,20 @@ std::optional<double> CommitPeriod(const std::vector<CommitEvent>& commits) {
   std::vector<double> gaps;
   for (std::size_t i = 1; i < commits.size(); ++i) {
     gaps.push_back(commits[i].time - commits[i - 1].time);
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+// The usual gap between a group's polls: the median of its latest gaps (0 with fewer than two
+// samples). The newest samples keep their poll resolution (ThinningSeries).
+double UsualPollGap(const ThinningSeries<GroupSample>& samples) {
+  constexpr std::size_t kGapsConsidered = 8;
+  const auto& all = samples.samples();
+  if (all.size() < 2) return 0;
+  std::vector<double> gaps;
+  for (std::size_t i = all.size() - 1; i > 0 && gaps.size() < kGapsConsidered; --i) {
+    gaps.push_back(all[i].time - all[i - 1].time);
   }
   std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
   return gaps[gaps.size() / 2];
@@ -456,7 +471,7 @@ struct Analyzer::State {
         group.offsets_expiry_seconds =
             *snapshot.offsets_retention_seconds - (now - group.last_commit_time);
       }
-      group.sawtooth = DetectSawtooth(h.commits, now);
+      group.sawtooth = DetectSawtooth(h.commits, now, UsualPollGap(h.samples));
       group.catch_up_seconds = CatchUp(
           h.samples, [](const GroupSample& s) { return s.lag_sum; },
           InputRateOf(cluster, lag, /*committed_only=*/false), now);
@@ -524,7 +539,8 @@ struct Analyzer::State {
       // counts are defaults, and the last ones known stand (zeros would read as a reset).
       JobSample sample{now, static_cast<double>(job.checkpoints.counts.completed),
                        static_cast<double>(job.checkpoints.counts.failed),
-                       static_cast<double>(history.num_restarts.value_or(0))};
+                       static_cast<double>(history.num_restarts.value_or(0)),
+                       job.checkpoints.counts.in_progress > 0};
       if (!job.checkpoint_stats_reported && !history.samples.empty()) {
         sample.completed = history.samples.back().completed;
         sample.failed = history.samples.back().failed;
@@ -952,6 +968,7 @@ struct Analyzer::State {
     for (const auto& [key, inputs] : pair_inputs) {
       const JobHistory& job = jobs.at(std::get<2>(key));
       PairState& pair = Pair(key, now);
+      InheritVerdict(key, inputs.job_name, pair);
       std::vector<kafka::TopicPartition> stuck;
       const PairFacts facts =
           RunningPairFacts(cluster, snapshot, index, key, inputs, job, readers, pair, now, stuck);
@@ -1068,6 +1085,30 @@ struct Analyzer::State {
     return out;
   }
 
+  // A job redeployed or upgraded under the same name is the same job to its group: its pair
+  // starts from the active verdict of its predecessor's pair (whose job is gone or handing
+  // over), and changes from there as any verdict does. Without it the group had no diagnosis
+  // for the two polls a new verdict takes to confirm (14-46 s at the default polls).
+  void InheritVerdict(const PairKey& key, const std::string& job_name, PairState& pair) const {
+    if (pair.verdict.active()) return;
+    const auto& [cluster, group, job_id] = key;
+    for (auto other = pairs.lower_bound({cluster, group, ""});
+         other != pairs.end() && std::get<0>(other->first) == cluster &&
+         std::get<1>(other->first) == group;
+         ++other) {
+      const std::string& other_job = std::get<2>(other->first);
+      if (other_job.empty() || other_job == job_id) continue;
+      const PairState& before = other->second;
+      if (!before.verdict.active() || !before.last || before.last->job_name != job_name) continue;
+      if (const auto known = jobs.find(other_job);
+          known != jobs.end() && !known->second.missing_since && !Stopping(known->second.state)) {
+        continue;  // still running: two jobs of one name, each with its own verdict
+      }
+      pair.verdict = before.verdict;
+      return;
+    }
+  }
+
   PairState& Pair(const PairKey& key, double now) {
     auto [found, inserted] = pairs.try_emplace(key);
     if (inserted) found->second.first_seen = now;
@@ -1076,6 +1117,40 @@ struct Analyzer::State {
 
   double MinimumChange() const {
     return std::max(1.0, static_cast<double>(config.lag_threshold_records) / 10);
+  }
+
+  // Checkpoint failures over the window (reset-safe, as IncreaseOverWindow) that say something
+  // about the job's checkpoints. Flink 2.x counts a trigger it refuses while a (re)started job's
+  // tasks are still deploying ("Checkpoint triggering task ... is not being executed") as a
+  // failed checkpoint; seen as failing, that made a healthy job's slow first checkpoint (a replay
+  // from earliest under backpressure took 16 s) read as checkpoints_failing. A failure is such a
+  // refusal when lagsight saw it before any checkpoint of the run under way or completed, within
+  // the grace after the start; any later failure counts.
+  static double CheckpointFailuresInWindow(const ThinningSeries<JobSample>& samples,
+                                           double running_since, double grace, double now,
+                                           double window) {
+    const JobSample* baseline = WindowBaseline(samples, now, window);
+    if (baseline == nullptr) return 0;
+    double failures = 0;
+    bool attempt_seen = false;
+    const JobSample* previous = nullptr;
+    for (const JobSample& sample : samples.samples()) {
+      const bool in_run = sample.time >= running_since;
+      if (previous != nullptr && sample.time > baseline->time) {
+        const double increase =
+            sample.failed >= previous->failed ? sample.failed - previous->failed : sample.failed;
+        const bool refused_at_start =
+            in_run && !attempt_seen && sample.time - running_since <= grace;
+        if (!refused_at_start) failures += increase;
+      }
+      if (in_run) {
+        attempt_seen = attempt_seen || sample.in_progress ||
+                       (previous != nullptr && previous->time >= running_since &&
+                        sample.completed > previous->completed);
+      }
+      previous = &sample;
+    }
+    return failures;
   }
 
   static bool Restarting(const JobHistory& job) {
@@ -1322,8 +1397,8 @@ struct Analyzer::State {
       const std::optional<CheckpointAge> age = CheckpointAgeOf(flink_job, flink_known_at);
       f.checkpoint_age_seconds = age ? std::min(age->age_seconds, since_start) : since_start;
       f.checkpoint_failures_in_window =
-          IncreaseOverWindow(
-              job.samples, [](const JobSample& s) { return s.failed; }, now, window_seconds) > 0;
+          CheckpointFailuresInWindow(job.samples, job.running_since, f.grace_seconds, now,
+                                     window_seconds) > 0;
       f.checkpoint_in_progress = flink_job.checkpoints.counts.in_progress > 0;
     }
     f.checkpoints_completed_in_window =
@@ -1431,10 +1506,28 @@ struct Analyzer::State {
 
     const GroupFindings* findings = GroupIndex::Find(index.findings, group_id);
     f.offsets_expiring = group != nullptr && ExpiringSoon(findings, snapshot);
-    // In records: what Kafka's tools show, and what would alarm anyone reading them.
-    f.sawtooth_large = findings != nullptr && findings->sawtooth.detected &&
-                       findings->sawtooth.amplitude_records.value_or(0) >=
-                           static_cast<double>(config.lag_threshold_records);
+    // In records: what Kafka's tools show, and what would alarm anyone reading them. Measured
+    // where lagsight's polls can see the period; a checkpoint gap shorter than two Kafka polls is
+    // known from Flink instead, and its sawtooth is what arrives over one gap.
+    const double threshold = static_cast<double>(config.lag_threshold_records);
+    const double poll_gap = history != nullptr ? UsualPollGap(history->samples) : 0;
+    if (f.checkpointing && poll_gap > 0 &&
+        f.expected_checkpoint_gap_seconds < kSawtoothMinPollsPerPeriod * poll_gap) {
+      // ... and only where Kafka's side reached the threshold at a poll in the window: a
+      // sawtooth nobody's tools can see alarms nobody.
+      std::int64_t kafka_lag_seen = 0;
+      for (const PairSample& sample : pair.samples.samples()) {
+        if (sample.time >= now - window_seconds) {
+          kafka_lag_seen = std::max(kafka_lag_seen, sample.kafka_lag);
+        }
+      }
+      f.sawtooth_large =
+          f.input_rate.value_or(0) * f.expected_checkpoint_gap_seconds >= threshold &&
+          static_cast<double>(kafka_lag_seen) >= threshold;
+    } else {
+      f.sawtooth_large = findings != nullptr && findings->sawtooth.detected &&
+                         findings->sawtooth.amplitude_records.value_or(0) >= threshold;
+    }
     return f;
   }
 

@@ -5,6 +5,10 @@
 namespace lagsight::analysis {
 namespace {
 
+// A period of two poll gaps measures as slightly less when a poll comes late and the next on
+// time; below this share of two gaps it is one gap seen with jitter.
+constexpr double kPollGapJitter = 0.9;
+
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t middle = values.size() / 2;
@@ -13,7 +17,8 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now) {
+Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now,
+                        double poll_gap_seconds) {
   Sawtooth result;
   if (commits.size() < kSawtoothMinCommits) return result;
   // The longest run of regular gaps ending at the latest commit.
@@ -32,6 +37,8 @@ Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now) {
   const std::size_t run_gaps = commits.size() - 1 - first;
   if (run_gaps + 1 < kSawtoothMinCommits) return result;
   const double period = (commits.back().time - commits[first].time) / static_cast<double>(run_gaps);
+  // Every poll (or nearly) saw a commit: the true period is anything up to this one.
+  if (period < kSawtoothMinPollsPerPeriod * poll_gap_seconds * kPollGapJitter) return result;
   std::vector<double> drops;
   std::size_t dropping = 0;
   for (std::size_t i = first; i < commits.size(); ++i) {

@@ -9,6 +9,10 @@
 //   period     (last commit - first commit) / gaps over that regular run: the poll interval's
 //              jitter averages out over the run (error <= poll interval / gaps);
 //   amplitude  the median lag drop at a commit (lag just before it minus lag just after).
+// Commits are seen only at polls, so a period below two poll gaps cannot be measured (commits
+// every 5 s seen by 15 s polls look like one every 15 s, with drops that mix several commits):
+// then nothing is detected and period and amplitude are unknown. Where the period is known
+// otherwise (a Flink job's checkpoint interval), the rules use that instead.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +35,13 @@ struct Sawtooth {
 
 inline constexpr std::size_t kSawtoothMinCommits = 3;
 
-// `commits` in time order (the most recent last).
-Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now);
+// `commits` in time order (the most recent last); `poll_gap_seconds`: the usual gap between
+// the polls that saw them (0: unknown, every period measurable).
+Sawtooth DetectSawtooth(const std::vector<CommitEvent>& commits, double now,
+                        double poll_gap_seconds = 0);
+
+// Polls per period below which a period cannot be measured (sampling at less than twice the
+// signal's frequency aliases it).
+inline constexpr double kSawtoothMinPollsPerPeriod = 2;
 
 }  // namespace lagsight::analysis

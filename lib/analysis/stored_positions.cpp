@@ -27,10 +27,40 @@ const kafka::KafkaSnapshot* KafkaFor(const std::string& topic, const SourcesView
   return nullptr;
 }
 
+// The offset `job` held for `tp` in the newest of `earlier` read before `log_end_read_from`,
+// with when that reading ended.
+std::optional<std::pair<std::int64_t, double>> StoredBefore(
+    const std::vector<const stores::StoreSnapshot*>& earlier, const stores::StoredJob& job,
+    const kafka::TopicPartition& tp, double log_end_read_from) {
+  for (const stores::StoreSnapshot* reading : earlier) {
+    if (reading == nullptr || reading->read_until <= 0 || reading->read_until > log_end_read_from) {
+      continue;
+    }
+    for (const stores::StoredJob& then : reading->jobs) {
+      if (then.job_id != job.job_id || then.flink_cluster != job.flink_cluster) continue;
+      if (const auto offset = then.offsets.find(tp); offset != then.offsets.end()) {
+        return std::make_pair(offset->second, reading->read_until);
+      }
+    }
+    return std::nullopt;  // the newest reading before the log end did not hold it
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::vector<StoredJobPositions> JoinStoredPositions(const stores::StoreSnapshot& store,
-                                                    const SourcesView& sources) {
+std::optional<bool> BeyondLogEnd(std::int64_t stored, double stored_read_until,
+                                 std::int64_t log_end, double log_end_read_from) {
+  if (stored <= log_end) return false;
+  // A log end only grows (a recreated topic aside): read after the entry, it is at least what
+  // the log held when the entry was written.
+  if (stored_read_until > 0 && log_end_read_from >= stored_read_until) return true;
+  return std::nullopt;
+}
+
+std::vector<StoredJobPositions> JoinStoredPositions(
+    const stores::StoreSnapshot& store, const std::vector<const stores::StoreSnapshot*>& earlier,
+    const SourcesView& sources) {
   std::vector<StoredJobPositions> out;
   for (const stores::StoredJob& stored : store.jobs) {
     StoredJobPositions job{stored.flink_cluster,
@@ -62,13 +92,23 @@ std::vector<StoredJobPositions> JoinStoredPositions(const stores::StoreSnapshot&
     for (const std::string& topic : stored.topics) stored_by_topic[topic];
     for (const auto& [tp, offset] : stored.offsets) {
       stored_by_topic[tp.topic].insert(tp.partition);
-      StoredPartition partition{tp.topic, tp.partition, offset, {}, {}, false};
+      StoredPartition partition{tp.topic, tp.partition, offset, {}, {}, std::nullopt};
       if (const kafka::KafkaSnapshot* kafka = KafkaFor(tp.topic, sources, preferred_cluster)) {
         const auto log = kafka->partitions.find(tp);
         if (log != kafka->partitions.end() && log->second.log_end) {
           const std::int64_t log_end = *log->second.log_end;
           partition.lag = std::max<std::int64_t>(0, log_end - offset);
-          partition.beyond_log_end = offset > log_end;
+          partition.beyond_log_end =
+              BeyondLogEnd(offset, store.read_until, log_end, kafka->requested_at);
+          if (!partition.beyond_log_end) {
+            if (const auto before = StoredBefore(earlier, stored, tp, kafka->requested_at)) {
+              // Beyond then is beyond now; within it then says nothing of the entry now.
+              if (BeyondLogEnd(before->first, before->second, log_end, kafka->requested_at) ==
+                  true) {
+                partition.beyond_log_end = true;
+              }
+            }
+          }
         }
       }
       const auto position = positions.find({flink::MetricTopicName(tp.topic), tp.partition});
@@ -80,14 +120,16 @@ std::vector<StoredJobPositions> JoinStoredPositions(const stores::StoreSnapshot&
       if (!kafka) continue;
       const std::int32_t count = kafka->topic_partitions.at(topic);
       StoredTopic coverage{topic, {}, {}};
-      for (std::int32_t p = 0; p < count; ++p) {
+      coverage.unread = std::find(stored.unread_topics.begin(), stored.unread_topics.end(),
+                                  topic) != stored.unread_topics.end();
+      for (std::int32_t p = 0; p < count && !coverage.unread; ++p) {
         if (!partitions.contains(p)) coverage.missing_partitions.push_back(p);
       }
       for (std::int32_t p : partitions) {
         if (p >= count) coverage.unknown_partitions.push_back(p);
       }
       for (const StoredPartition& partition : job.partitions) {
-        if (partition.topic == topic && partition.beyond_log_end) ++coverage.beyond_log_end;
+        if (partition.topic == topic && partition.beyond_log_end == true) ++coverage.beyond_log_end;
       }
       job.topics.push_back(std::move(coverage));
     }

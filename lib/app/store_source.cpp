@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <chrono>
 #include <set>
 
 #include "metrics/store_metrics.h"
@@ -51,12 +52,22 @@ std::vector<stores::StoreRead> StoreReadsOf(const config::PositionStoreConfig& c
 
 void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
   asio::post(workers_, [self = shared_from_this(), collector = collector_, sources,
-                        reads = StoreReadsOf(config_, sources), done = std::move(done)]() mutable {
+                        reads = StoreReadsOf(config_, sources), earlier = earlier_,
+                        done = std::move(done)]() mutable {
+    const auto unix_now = [] {
+      return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    const double requested_at = unix_now();
     auto polled = collector->Poll(reads);
     std::shared_ptr<const State> state;
     std::optional<std::string> error;
     if (polled) {
-      auto joined = analysis::JoinStoredPositions(*polled, sources);
+      polled->requested_at = requested_at;
+      polled->read_until = unix_now();
+      std::vector<const stores::StoreSnapshot*> readings;
+      for (const auto& reading : earlier) readings.push_back(&reading->snapshot);
+      auto joined = analysis::JoinStoredPositions(*polled, readings, sources);
       state = std::make_shared<const State>(State{std::move(polled).value(), std::move(joined)});
     } else {
       error = polled.error().message;
@@ -67,6 +78,10 @@ void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
         for (const std::string& partial : state->snapshot.partial_errors) {
           spdlog::debug("store \"{}\": {}", self->config_.name, partial);
         }
+      }
+      if (state) {
+        self->earlier_.insert(self->earlier_.begin(), state);
+        if (self->earlier_.size() > kEarlierReadingsKept) self->earlier_.pop_back();
       }
       self->latest_ = std::move(state);
       done(std::move(error));
@@ -83,7 +98,10 @@ Source::Render StoreSource::Renderer(const metrics::PollStatus& status) const {
 }
 
 void StoreSource::TakeOver(const Source& previous) {
-  if (const auto* store = dynamic_cast<const StoreSource*>(&previous)) latest_ = store->latest_;
+  if (const auto* store = dynamic_cast<const StoreSource*>(&previous)) {
+    latest_ = store->latest_;
+    earlier_ = store->earlier_;
+  }
 }
 
 }  // namespace lagsight::app

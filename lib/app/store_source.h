@@ -47,6 +47,11 @@ class StoreSource final : public Source, public std::enable_shared_from_this<Sto
   config::PositionStoreConfig config_;
   std::shared_ptr<stores::Collector> collector_;
   std::shared_ptr<const State> latest_;  // null while the store is down
+  // The latest readings, newest first: an entry is judged against a log end read after it
+  // (analysis::JoinStoredPositions), which at equal poll intervals is the reading before the
+  // latest; a few more cover a Kafka poll interval several times the store's.
+  static constexpr std::size_t kEarlierReadingsKept = 8;
+  std::vector<std::shared_ptr<const State>> earlier_;
 };
 
 // The jobs of `sources` the store `config` is for, with the real topics each reads.

@@ -78,6 +78,49 @@ std::string FillTemplate(std::string text,
 Collector::Collector(config::PositionStoreConfig config, std::unique_ptr<HashStore> store)
     : config_(std::move(config)), store_(std::move(store)) {}
 
+// The offsets (and write time) among one hash's `fields`, into `job`; what is off, into the
+// snapshot's partial errors.
+void Collector::ReadFields(const std::map<std::string, std::string>& fields, const std::string& key,
+                           const std::string& topic, const StoreRead& read, StoredJob& job,
+                           StoreSnapshot& snapshot) const {
+  const FieldMatcher matcher(config_.field, topic);
+  // Each kept field becomes series labelled with its topic: a store's fields must not mint
+  // labels of topics the job does not read (or no Kafka topic could have: over 249 chars).
+  std::size_t foreign = 0;
+  for (const auto& [field, value] : fields) {
+    if (!config_.updated_at_field.empty() && field == config_.updated_at_field) {
+      const auto millis = ParseOffset(value);
+      if (!millis) {
+        snapshot.partial_errors.push_back("key " + key + " field " + field + ": \"" +
+                                          value.substr(0, 64) + "\" is not unix milliseconds");
+      } else {
+        const double seconds = static_cast<double>(*millis) / 1000;
+        job.updated_at_unix_seconds = std::max(job.updated_at_unix_seconds.value_or(0), seconds);
+      }
+      continue;
+    }
+    const auto tp = matcher.Match(field);
+    if (!tp) continue;  // another field of the same hash (the layout's own business)
+    if (tp->topic.size() > kMaxTopicLength ||
+        (!read.topics.empty() &&
+         std::find(read.topics.begin(), read.topics.end(), tp->topic) == read.topics.end())) {
+      ++foreign;
+      continue;
+    }
+    const auto offset = ParseOffset(value);
+    if (!offset) {
+      snapshot.partial_errors.push_back("key " + key + " field " + field + ": \"" +
+                                        value.substr(0, 64) + "\" is not an offset");
+      continue;
+    }
+    job.offsets[*tp] = *offset;
+  }
+  if (foreign > 0) {
+    snapshot.partial_errors.push_back("key " + key + ": " + std::to_string(foreign) +
+                                      " field(s) name a topic the job does not read; left out");
+  }
+}
+
 Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
   // Asked every poll, so _up says whether the store answers even while no job is to be read.
   if (auto problem = store_->Ping()) return *problem;
@@ -88,7 +131,7 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
   std::size_t reads_failed = 0;
   std::string first_failure;
   for (const StoreRead& read : reads) {
-    StoredJob job{read.flink_cluster, read.job_id, read.job_name, read.topics, {}, {}, {}};
+    StoredJob job{read.flink_cluster, read.job_id, read.job_name, read.topics, {}, {}, {}, {}};
     std::vector<std::pair<std::string, std::string>> hashes;  // key, the topic it is fixed to
     if (key_per_topic) {
       for (const std::string& topic : read.topics) {
@@ -98,10 +141,20 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
     } else {
       hashes.emplace_back(FillTemplate(config_.key, {{"job", read.job_name}}), "");
     }
+    bool over_budget = false;
     for (const auto& [key, topic] : hashes) {
       if (budget == 0) {
-        snapshot.partial_errors.push_back("more than " + std::to_string(kPollReads) +
-                                          " hashes to read; the rest waits for the next poll");
+        // Said once per job; what waits for the next poll is unknown now, not missing.
+        if (!over_budget) {
+          snapshot.partial_errors.push_back("more than " + std::to_string(kPollReads) +
+                                            " hashes to read; the rest waits for the next poll");
+        }
+        over_budget = true;
+        if (key_per_topic) {
+          job.unread_topics.push_back(topic);
+          continue;
+        }
+        job.unread_topics = read.topics;
         break;
       }
       --budget;
@@ -112,6 +165,9 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
         ++reads_failed;
         if (first_failure.empty()) first_failure = fields.error().message;
         snapshot.partial_errors.push_back(fields.error().message);
+        // Not read is not empty: the store may well hold every partition of these topics.
+        const auto& unread = key_per_topic ? std::vector<std::string>{topic} : read.topics;
+        job.unread_topics.insert(job.unread_topics.end(), unread.begin(), unread.end());
         continue;
       }
       if (fields->empty()) {
@@ -119,43 +175,7 @@ Result<StoreSnapshot> Collector::Poll(const std::vector<StoreRead>& reads) {
                                           " does not exist");
         continue;
       }
-      const FieldMatcher matcher(config_.field, topic);
-      // Each kept field becomes series labelled with its topic: a store's fields must not mint
-      // labels of topics the job does not read (or no Kafka topic could have: over 249 chars).
-      std::size_t foreign = 0;
-      for (const auto& [field, value] : *fields) {
-        if (!config_.updated_at_field.empty() && field == config_.updated_at_field) {
-          const auto millis = ParseOffset(value);
-          if (!millis) {
-            snapshot.partial_errors.push_back("key " + key + " field " + field + ": \"" +
-                                              value.substr(0, 64) + "\" is not unix milliseconds");
-          } else {
-            const double seconds = static_cast<double>(*millis) / 1000;
-            job.updated_at_unix_seconds =
-                std::max(job.updated_at_unix_seconds.value_or(0), seconds);
-          }
-          continue;
-        }
-        const auto tp = matcher.Match(field);
-        if (!tp) continue;  // another field of the same hash (the layout's own business)
-        if (tp->topic.size() > kMaxTopicLength ||
-            (!read.topics.empty() &&
-             std::find(read.topics.begin(), read.topics.end(), tp->topic) == read.topics.end())) {
-          ++foreign;
-          continue;
-        }
-        const auto offset = ParseOffset(value);
-        if (!offset) {
-          snapshot.partial_errors.push_back("key " + key + " field " + field + ": \"" +
-                                            value.substr(0, 64) + "\" is not an offset");
-          continue;
-        }
-        job.offsets[*tp] = *offset;
-      }
-      if (foreign > 0) {
-        snapshot.partial_errors.push_back("key " + key + ": " + std::to_string(foreign) +
-                                          " field(s) name a topic the job does not read; left out");
-      }
+      ReadFields(*fields, key, topic, read, job, snapshot);
     }
     snapshot.jobs.push_back(std::move(job));
   }

@@ -40,6 +40,10 @@ class Collector {
   static constexpr std::size_t kMaxTopicLength = 249;
 
  private:
+  void ReadFields(const std::map<std::string, std::string>& fields, const std::string& key,
+                  const std::string& topic, const StoreRead& read, StoredJob& job,
+                  StoreSnapshot& snapshot) const;
+
   config::PositionStoreConfig config_;
   std::unique_ptr<HashStore> store_;
 };

@@ -23,6 +23,9 @@ struct StoredJob {
   std::vector<std::string> keys;                          // the hashes read, in order
   std::map<kafka::TopicPartition, std::int64_t> offsets;  // the next offset the job would read
   std::optional<double> updated_at_unix_seconds;          // newest write time over its keys
+  // Topics whose hash could not be read this poll (refused for its size, a read that failed):
+  // their partitions are unknown, not missing.
+  std::vector<std::string> unread_topics;
 };
 
 struct StoreSnapshot {
@@ -30,6 +33,10 @@ struct StoreSnapshot {
   // Keys that do not exist, values that are not offsets, fields that name no partition of a
   // topic the job reads: the rest of the poll stands.
   std::vector<std::string> partial_errors;
+  // When the poll began and when it had read everything (unix seconds, 0: unknown): a stored
+  // offset can only be held against a log end read after it (analysis/stored_positions.h).
+  double requested_at = 0;
+  double read_until = 0;
 };
 
 }  // namespace lagsight::stores

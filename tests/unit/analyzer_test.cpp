@@ -39,6 +39,7 @@ class World {
   double interval_ms = 1000;
   std::int64_t completed = 0;
   std::int64_t failed = 0;
+  std::int64_t in_progress = 0;  // checkpoints under way
   std::optional<std::int64_t> latest_completed_ms;
   double commits_succeeded = 0;
   double commits_failed = 0;
@@ -107,7 +108,7 @@ class World {
       job.overview = {job_id,       "enrich",
                       job_state,    static_cast<std::int64_t>(job_start * 1000),
                       num_restarts, {}};
-      job.checkpoints.counts = {completed, failed, 0, 0};
+      job.checkpoints.counts = {completed, failed, 0, in_progress};
       job.checkpoints.latest_completed_timestamp_ms = latest_completed_ms;
       job.checkpoints.restored_timestamp_ms = restored_ms;
       job.checkpoint_config.interval_ms = interval_ms;
@@ -276,6 +277,61 @@ TEST_CASE("a Flink job whose checkpoints commit every 10 s: sawtooth, long_check
   CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kLongCheckpointInterval);
   CHECK_FALSE(seen.contains(Cause::kReallyBehind));
   CHECK_FALSE(seen.contains(Cause::kCheckpointsFailing));
+}
+
+// lagsight's default 15 s poll sees a commit at every poll of a job that checkpoints every 5 s:
+// the period it could measure is the poll's, and the drops mix three commits. The interval is
+// known from Flink instead; its sawtooth (150 records/s x 5 s = 750) is below the threshold.
+TEST_CASE("at a 15 s poll, 5 s checkpoints are not long_checkpoint_interval; 60 s ones are",
+          "[analysis]") {
+  struct Case {
+    double interval_seconds;
+    double records_per_second;
+    bool long_interval;
+  };
+  for (const Case c : {Case{5, 150, false}, Case{60, 60, true}}) {
+    CAPTURE(c.interval_seconds);
+    World world;
+    world.Reconfigure([](config::DiagnosisConfig& config) {
+      config.window = std::chrono::minutes(5);  // lagsight's defaults
+      config.lag_threshold_records = 1000;
+    });
+    world.with_job = true;
+    world.poll_seconds = 15;
+    world.fetch_interval_ms = 10'000;
+    world.interval_ms = c.interval_seconds * 1000;
+    const double start = world.now;
+    const std::int64_t base = world.log_end;
+    world.committed["enrich"] = base;
+    world.job_committed = base;
+    world.job_current = base - 1;
+    world.latest_completed_ms = static_cast<std::int64_t>(start * 1000);
+    const auto log_end_at = [&](double time) {
+      return base + static_cast<std::int64_t>(c.records_per_second * (time - start));
+    };
+    const auto seen = world.Run(60, "enrich", "job-1", [&](int) {
+      const double at = world.now + world.poll_seconds;
+      const double checkpoint =
+          start + std::floor((at - start) / c.interval_seconds) * c.interval_seconds;
+      world.log_end = log_end_at(at);
+      world.job_current = world.log_end - 1;  // keeps up
+      world.completed = static_cast<std::int64_t>((checkpoint - start) / c.interval_seconds);
+      world.latest_completed_ms = static_cast<std::int64_t>(checkpoint * 1000);
+      world.commits_succeeded = static_cast<double>(world.completed);
+      world.job_committed = log_end_at(checkpoint);
+      world.committed["enrich"] = log_end_at(checkpoint);
+    });
+    CHECK(seen.contains(Cause::kLongCheckpointInterval) == c.long_interval);
+    const auto& group = world.last_->kafka.at(kCluster)->groups.at(0);
+    if (c.long_interval) {
+      CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kLongCheckpointInterval);
+      REQUIRE(group.sawtooth.period_seconds);
+      CHECK(*group.sawtooth.period_seconds == Approx(60).epsilon(0.05));
+    } else {
+      CHECK_FALSE(group.sawtooth.period_seconds.has_value());
+      CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+    }
+  }
 }
 
 TEST_CASE("a Flink job whose commits fail while checkpoints complete: commits_failing",
@@ -487,6 +543,40 @@ TEST_CASE("routine: an upgrade from a fresh savepoint is healthy throughout", "[
   CHECK(seen == std::set<Cause>{Cause::kHealthy});
 }
 
+// The old job's pair goes at the first poll that sees its successor; the successor's verdict
+// used to need two confirming polls, leaving the group without a diagnosis series meanwhile.
+TEST_CASE("routine: a redeployed job's group has a diagnosis at every poll", "[analysis]") {
+  World world = HealthyJob();
+  world.poll_seconds = 15;
+  const auto steady = [&](int s) {
+    SteadyJob(world, s);
+    world.latest_completed_ms = static_cast<std::int64_t>((world.now + 15) * 1000);
+  };
+  world.Run(12, "enrich", "job-1", steady);
+  REQUIRE(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+  world.job_present = false;  // stopped with a savepoint for one poll
+  world.Run(1, "enrich", "job-1", [&](int) { world.log_end += 50; });
+  world.job_present = true;
+  world.job_id = "job-2";
+  world.job_start = world.now;
+  world.commits_succeeded = 0;
+  int polls_without = 0;
+  for (int poll = 0; poll < 8; ++poll) {
+    steady(poll);
+    const auto findings = world.Poll();
+    const bool any = World::CauseOf(*findings, "enrich", "job-1").has_value() ||
+                     World::CauseOf(*findings, "enrich", "job-2").has_value();
+    polls_without += any ? 0 : 1;
+    for (const auto& d : findings->diagnosis) {
+      UNSCOPED_INFO(poll << ": " << d.group << "/" << d.job_id << " "
+                         << analysis::CauseName(d.cause));
+    }
+  }
+  CHECK(polls_without == 0);
+  steady(8);
+  CHECK(World::CauseOf(*world.Poll(), "enrich", "job-2") == Cause::kHealthy);
+}
+
 TEST_CASE("routine: a fresh start from earliest on an existing group is a replay", "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });
@@ -501,6 +591,65 @@ TEST_CASE("routine: a fresh start from earliest on an existing group is a replay
   CHECK(seen.contains(Cause::kReplaying));
   CHECK_FALSE(seen.contains(Cause::kSharedGroupId));
   CHECK_FALSE(seen.contains(Cause::kRestoredFromOldPosition));
+}
+
+// Flink 2.x counts a trigger refused while the resubmitted job's tasks still deploy as a failed
+// checkpoint; the first checkpoint then queues 16 s behind the replay's buffered records (CI,
+// test_routine_operations[2.x-fresh-start]). Neither is a checkpoint failing.
+TEST_CASE("routine: a trigger refused while a fresh job deploys is not checkpoints_failing",
+          "[analysis]") {
+  for (const double poll : {1.0, 15.0}) {  // the suite's poll, and lagsight's default
+    CAPTURE(poll);
+    World world = HealthyJob();
+    world.poll_seconds = poll;
+    world.Run(static_cast<int>(120 / poll), "enrich", "job-1", [&](int s) {
+      SteadyJob(world, s);
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + poll) * 1000);
+    });
+    REQUIRE(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+    world.job_id = "job-2";
+    world.job_start = world.now;
+    world.job_current = -1;  // from earliest, no restore
+    world.job_committed = -1;
+    world.commits_succeeded = 0;
+    world.completed = 0;
+    world.failed = 0;
+    world.latest_completed_ms.reset();
+    const double started = world.now;
+    const auto seen = world.Run(static_cast<int>(90 / poll), "enrich", "job-2", [&](int) {
+      const double age = world.now + world.poll_seconds - started;
+      world.log_end += static_cast<std::int64_t>(50 * world.poll_seconds);
+      world.job_current =
+          std::min(world.log_end - 1,
+                   world.job_current + static_cast<std::int64_t>(100 * world.poll_seconds));
+      if (age >= 1) world.failed = 1;  // refused: tasks not running yet
+      world.in_progress = age >= 1.5 && age < 17 ? 1 : 0;
+      if (age >= 17) {  // the slow first checkpoint, then one every second
+        world.completed = static_cast<std::int64_t>(age - 16);
+        world.latest_completed_ms = static_cast<std::int64_t>((world.now + poll) * 1000);
+        world.commits_succeeded = static_cast<double>(world.completed);
+        world.job_committed = world.job_current + 1;
+        world.committed["enrich"] = world.job_current + 1;
+      }
+    });
+    CHECK_FALSE(seen.contains(Cause::kCheckpointsFailing));
+  }
+}
+
+// The same refusal is no excuse once the run's checkpoints started: later failures count.
+TEST_CASE("a fresh job whose checkpoints fail after the first attempt is checkpoints_failing",
+          "[analysis]") {
+  World world = HealthyJob();
+  world.job_start = world.now;
+  world.completed = 0;
+  world.latest_completed_ms.reset();
+  world.Run(40, "enrich", "job-1", [&](int second) {
+    world.log_end += 5;
+    world.job_current = world.log_end - 1;
+    world.in_progress = second % 2;  // attempts start, then fail
+    if (second % 2 == 0 && second > 0) world.failed++;
+  });
+  CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kCheckpointsFailing);
 }
 
 TEST_CASE("routine: a Flink poll that fails, or a job missing from one poll, changes nothing",

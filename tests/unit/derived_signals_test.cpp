@@ -192,6 +192,22 @@ TEST_CASE("the sawtooth: regular commits that drop the lag, with their period an
     for (CommitEvent& commit : commits) commit.lag_after = commit.lag_before + 10;
     CHECK_FALSE(DetectSawtooth(commits, 52).detected);
   }
+  SECTION("a period shorter than two polls is not measured: 5 s commits seen by 15 s polls") {
+    std::vector<CommitEvent> seen;
+    // Every poll sees the newest of three commits; the drops mix them (a restore's catch-up).
+    for (double time : {15.0, 30.0, 45.0, 60.0, 75.0}) seen.push_back({time, 1800, 700});
+    const Sawtooth aliased = DetectSawtooth(seen, 76, 15);
+    CHECK_FALSE(aliased.detected);
+    CHECK_FALSE(aliased.period_seconds.has_value());
+    CHECK_FALSE(aliased.amplitude_records.has_value());
+    // 60 s checkpoints at the same polls are measured, with their own period.
+    std::vector<CommitEvent> slow;
+    for (double time : {60.0, 120.0, 180.0, 240.0}) slow.push_back({time, 3600, 0});
+    const Sawtooth measured = DetectSawtooth(slow, 250, 15);
+    CHECK(measured.detected);
+    REQUIRE(measured.period_seconds);
+    CHECK(*measured.period_seconds == Approx(60));
+  }
   SECTION("an irregular early gap is left out of the period") {
     commits.insert(commits.begin(), CommitEvent{-50, 1000, 50});
     shape = DetectSawtooth(commits, 52);

@@ -104,7 +104,8 @@ TEST_CASE("stored positions joined with the job's position and the log", "[store
                         {"orders.v2"},
                         {"k"},
                         {{{"orders.v2", 0}, 100}, {{"orders.v2", 1}, 300}, {{"orders.v2", 7}, 1}},
-                        1700000000.0});
+                        1700000000.0,
+                        {}});
   auto kafka = std::make_shared<kafka::KafkaSnapshot>();
   kafka->topic_partitions["orders.v2"] = 3;
   kafka->partitions[{"orders.v2", 0}] = {0, 150};
@@ -125,7 +126,9 @@ TEST_CASE("stored positions joined with the job's position and the log", "[store
   flink_config->kafka_cluster = "prod";
   view.flink["jobs"] = {flink_config, flink};
 
-  const auto joined = analysis::JoinStoredPositions(store, view);
+  store.read_until = 1000.5;
+  kafka->requested_at = 1001;  // the log ends were read after the store
+  const auto joined = analysis::JoinStoredPositions(store, {}, view);
   REQUIRE(joined.size() == 1);
   const auto& positions = joined[0];
   CHECK(positions.updated_at_unix_seconds == 1700000000.0);
@@ -133,14 +136,85 @@ TEST_CASE("stored positions joined with the job's position and the log", "[store
   CHECK(positions.partitions[0].stored == 100);
   CHECK(positions.partitions[0].lag == 50);
   CHECK(positions.partitions[0].drift == 30);  // the job is 30 records past the store
-  CHECK_FALSE(positions.partitions[0].beyond_log_end);
+  CHECK(positions.partitions[0].beyond_log_end == false);
   CHECK(positions.partitions[1].lag == 0);
   CHECK(positions.partitions[1].drift == -50);  // the store is ahead: a restart would skip 50
-  CHECK(positions.partitions[1].beyond_log_end);
+  CHECK(positions.partitions[1].beyond_log_end == true);
   CHECK_FALSE(positions.partitions[2].lag.has_value());  // partition 7 has no log
   CHECK_FALSE(positions.partitions[2].drift.has_value());
   REQUIRE(positions.topics.size() == 1);
   CHECK(positions.topics[0].missing_partitions == std::vector<std::int32_t>{2});
   CHECK(positions.topics[0].unknown_partitions == std::vector<std::int32_t>{7});
   CHECK(positions.topics[0].beyond_log_end == 1);
+}
+
+namespace {
+
+// One job's entry for orders/0 read until `read_until`, and the log end of a Kafka poll that
+// began at `kafka_began`.
+struct StoreAndLog {
+  stores::StoreSnapshot Reading(std::int64_t stored, double read_until) const {
+    stores::StoreSnapshot store;
+    store.jobs.push_back(
+        {"jobs", "a1", "enrich", {"orders"}, {"k"}, {{{"orders", 0}, stored}}, {}, {}});
+    store.read_until = read_until;
+    return store;
+  }
+  analysis::SourcesView View(std::int64_t log_end, double kafka_began) const {
+    auto kafka = std::make_shared<kafka::KafkaSnapshot>();
+    kafka->topic_partitions["orders"] = 1;
+    kafka->partitions[{"orders", 0}] = {0, log_end};
+    kafka->requested_at = kafka_began;
+    analysis::SourcesView view;
+    view.kafka["prod"].snapshot = kafka;
+    return view;
+  }
+};
+
+}  // namespace
+
+// At the default 15 s polls a busy job's store is read after the log ends lagsight holds: its
+// entries exceed them by the records written meanwhile, which is no anomaly.
+TEST_CASE("a store entry is beyond the log end only against a log end read after it", "[stores]") {
+  const StoreAndLog world;
+  // Read fresh (t=1015) against log ends of a poll that began at t=1012: stored 5807, log end
+  // 5777. Unknown, not beyond.
+  const auto fresh = world.Reading(5807, 1015.1);
+  const auto view = world.View(5777, 1012);
+  auto joined = analysis::JoinStoredPositions(fresh, {}, view);
+  CHECK_FALSE(joined.at(0).partitions.at(0).beyond_log_end.has_value());
+  CHECK(joined.at(0).topics.at(0).beyond_log_end == 0);
+
+  // The reading before (t=1000, 5700) was read before that Kafka poll: within the log, and
+  // that says nothing of the entry now.
+  const auto before = world.Reading(5700, 1000.1);
+  joined = analysis::JoinStoredPositions(fresh, {&before}, view);
+  CHECK_FALSE(joined.at(0).partitions.at(0).beyond_log_end.has_value());
+
+  // An entry written beyond the log on purpose: still there at the next poll, whose earlier
+  // reading was taken before the Kafka poll began.
+  const auto planted = world.Reading(99'999, 1000.1);
+  joined = analysis::JoinStoredPositions(world.Reading(99'999, 1015.1), {&planted}, view);
+  CHECK(joined.at(0).partitions.at(0).beyond_log_end == true);
+  CHECK(joined.at(0).topics.at(0).beyond_log_end == 1);
+
+  // A reading after the Kafka poll began is not used to judge it.
+  const auto late = world.Reading(99'999, 1013);
+  joined = analysis::JoinStoredPositions(world.Reading(99'999, 1015.1), {&late}, view);
+  CHECK_FALSE(joined.at(0).partitions.at(0).beyond_log_end.has_value());
+
+  // Within the log end whenever read: no.
+  joined = analysis::JoinStoredPositions(world.Reading(5000, 1015.1), {}, view);
+  CHECK(joined.at(0).partitions.at(0).beyond_log_end == false);
+}
+
+TEST_CASE("a hash that could not be read leaves its partitions unknown, not missing", "[stores]") {
+  const StoreAndLog world;
+  stores::StoreSnapshot store;
+  store.jobs.push_back({"jobs", "a1", "enrich", {"orders"}, {"k"}, {}, {}, {"orders"}});
+  store.read_until = 1000;
+  const auto joined = analysis::JoinStoredPositions(store, {}, world.View(10, 1001));
+  REQUIRE(joined.at(0).topics.size() == 1);
+  CHECK(joined.at(0).topics[0].unread);
+  CHECK(joined.at(0).topics[0].missing_partitions.empty());
 }
