@@ -11,6 +11,7 @@ session's), one Flink cluster and one Redis for the module.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 import kafka_broker as kafka
@@ -19,7 +20,7 @@ from promtext import by_partition
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from redis_server import RedisServer
-from workload import create_topic, produce
+from workload import SteadyProducer, create_topic, produce
 
 PREFIX = f"stored-{uuid.uuid4().hex[:6]}"
 CURRENT = re.compile(r"^\d+\.[^.]+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.currentOffset$")
@@ -138,6 +139,87 @@ def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_b
             assert sum(promtext.select(metrics, "lagsight_kafka_up").values()) == 1
             assert sum(promtext.select(metrics, "lagsight_flink_up").values()) == 1
     finally:
+        redis.stop()
+        if lagsight is not None:
+            assert lagsight.stop() == 0
+
+
+# lagsight's defaults: every source polled every 15 s, Flink's metrics refreshed every 10 s.
+DEFAULT_POLL_SECONDS = 15.0
+OBSERVE_AT_DEFAULTS_SECONDS = 150.0
+
+
+def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_binary, tmp_path,
+                                                      request):
+    """A busy job's store is read fresh while the log ends lagsight holds are up to a poll old,
+    so its entries are often above them: at lagsight's default polls that used to flag every
+    partition of a healthy job in most scrapes. Entries are judged only against log ends read
+    after them: 0 at every scrape while the job writes as it reads, and an entry planted beyond
+    the log end is still flagged within two store polls."""
+    bootstrap = session_broker.bootstrap
+    _register_log_for_failures(request, "kafka broker log", session_broker.log_file)
+    topic, job = f"{PREFIX}.busy", f"{PREFIX}-busy"
+    key = f"flink:offsets:{topic}"
+    create_topic(bootstrap, topic, 3)  # partition 2 gets no records: the job never writes it
+    producer = SteadyProducer(bootstrap, topic, 2, 100)
+    redis = RedisServer(tmp_path / "redis").start()
+    _register_log_for_failures(request, "redis log", redis.log_file)
+    spec = JobSpec(name=job, topics=[topic], group=None, start="earliest", checkpoint_ms=1000,
+                   extra={"redis": redis.address, "redis-key": "flink:offsets:{topic}",
+                          "redis-every-ms": "300"})
+    lagsight: LagsightProcess | None = None
+    try:
+        with FlinkJob("2.x", [spec], tmp_path / "flink", bootstrap=bootstrap) as flink:
+            jid = flink.jobs[job]
+            wait_until(lambda: int(redis.hgetall(key).get("0", "0")) > 0, 90,
+                       "the job to write its positions to Redis")
+            work_dir = tmp_path / "lagsight"
+            work_dir.mkdir()
+            lagsight = LagsightProcess(lagsight_binary, work_dir, {  # no poll_interval: defaults
+                "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap,
+                           "topics": {"allow": [f"{PREFIX}.*"]},
+                           "groups": {"allow": [f"{PREFIX}.*"]}}],
+                "flink": [{"name": "mini", "rest_url": flink.rest_url, "kafka_cluster": CLUSTER}],
+                "positions": [{"name": "redis", "store": "redis",
+                               "url": f"redis://{redis.address}/0", "flink_cluster": "mini",
+                               "job": f"{PREFIX}-.*", "key": "flink:offsets:{topic}",
+                               "field": "{partition}"}]})
+            _register_log_for_failures(request, "lagsight log", lagsight.log_file)
+            lagsight.start()
+            labels = {"store": "redis", "job_name": job, "job_id": jid, "topic": topic}
+            lagsight.wait_for(
+                lambda m: set(by_partition(m, "lagsight_store_offset", **labels)) == {0, 1},
+                "the stored offsets of partitions 0 and 1", timeout=4 * DEFAULT_POLL_SECONDS)
+
+            # 1. The job writes as it reads: never beyond, though the store is often ahead of
+            #    the log ends lagsight read a poll earlier (counted, to show the race was there).
+            scrapes = ahead = 0
+            deadline = time.monotonic() + OBSERVE_AT_DEFAULTS_SECONDS
+            while time.monotonic() < deadline:
+                metrics = lagsight.scrape()
+                beyond = promtext.select(metrics, "lagsight_store_partitions_beyond_log_end",
+                                         **labels)
+                assert sum(beyond.values()) == 0, f"flagged at scrape {scrapes}: {beyond}"
+                stored = by_partition(metrics, "lagsight_store_offset", **labels)
+                ends = by_partition(metrics, "lagsight_kafka_partition_latest_offset",
+                                    kafka_cluster=CLUSTER, topic=topic)
+                ahead += any(stored[p] > ends.get(p, float("inf")) for p in stored)
+                scrapes += 1
+                time.sleep(1)
+            assert scrapes >= OBSERVE_AT_DEFAULTS_SECONDS / 2
+            print(f"{scrapes} scrapes, none flagged; the store was ahead of lagsight's log end "
+                  f"in {ahead} of them")
+
+            # 2. An entry planted beyond the log end stays there: flagged within two store polls.
+            redis.cli("HSET", key, "2", "1000000")
+            planted = time.monotonic()
+            lagsight.wait_for(
+                lambda m: sum(promtext.select(m, "lagsight_store_partitions_beyond_log_end",
+                                              **labels).values()) == 1,
+                "the planted entry flagged", timeout=2 * DEFAULT_POLL_SECONDS + 10)
+            print(f"planted entry flagged {time.monotonic() - planted:.1f} s after it was written")
+    finally:
+        producer.stop()
         redis.stop()
         if lagsight is not None:
             assert lagsight.stop() == 0
