@@ -622,8 +622,8 @@ TEST_CASE("routine: a trigger refused while a fresh job deploys is not checkpoin
       world.job_current =
           std::min(world.log_end - 1,
                    world.job_current + static_cast<std::int64_t>(100 * world.poll_seconds));
-      if (age >= 1) world.failed = 1;  // refused: tasks not running yet
-      world.in_progress = age >= 1.5 && age < 17 ? 1 : 0;
+      if (age >= 2) world.failed = 1;  // refused: tasks not running yet
+      world.in_progress = age >= 3 && age < 17 ? 1 : 0;
       if (age >= 17) {  // the slow first checkpoint, then one every second
         world.completed = static_cast<std::int64_t>(age - 16);
         world.latest_completed_ms = static_cast<std::int64_t>((world.now + poll) * 1000);
