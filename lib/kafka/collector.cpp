@@ -6,7 +6,9 @@
 #include <charconv>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace lagsight::kafka {
 
@@ -57,17 +59,182 @@ GroupKind KindOf(const GroupListing& listing, const GroupDescription* descriptio
   return GroupKind::kClassic;
 }
 
-// Reads log-start and log-end offsets of every partition of `topics`, and the last stable offsets
-// of those of `read_committed_topics`. Fails (the poll) only when no log-end offset could be read
-// at all: then there is no lag to report.
-std::optional<Error> ReadLogOffsets(const std::set<std::string>& topics,
-                                    const std::set<std::string>& read_committed_topics,
+// Where a slow poll spends its time, at debug level: listing, describing, committed offsets,
+// log offsets and record timestamps grow differently with groups and partitions.
+class PhaseTimes {
+ public:
+  void Done(const char* name) { phases_.emplace_back(name, SteadyClock::now()); }
+
+  void Log(const std::string& cluster_name, std::size_t groups) const {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    std::string times;
+    auto since = started_;
+    for (const auto& [name, at] : phases_) {
+      times += fmt::format("{}{} {:.3f} s", times.empty() ? "" : ", ", name,
+                           std::chrono::duration<double>(at - since).count());
+      since = at;
+    }
+    spdlog::debug("kafka {}: poll of {} groups: {}", cluster_name, groups, times);
+  }
+
+ private:
+  SteadyClock::time_point started_ = SteadyClock::now();
+  std::vector<std::pair<const char*, SteadyClock::time_point>> phases_;
+};
+
+// The listed groups the group filter accepts and this shard owns, sorted by id.
+std::vector<GroupListing> AcceptedGroups(std::vector<GroupListing> listed,
+                                         const config::KafkaClusterConfig& cluster) {
+  std::vector<GroupListing> listings;
+  for (GroupListing& listing : listed) {
+    // Another shard's group is not read at all: its offsets are that shard's work.
+    if (cluster.groups.Accepts(listing.id) && cluster.shard.Owns(listing.id)) {
+      listings.push_back(std::move(listing));
+    }
+  }
+  std::sort(listings.begin(), listings.end(),
+            [](const GroupListing& a, const GroupListing& b) { return a.id < b.id; });
+  return listings;
+}
+
+// The descriptions of the groups worth describing, by id, in batches; failures of a batch or a
+// group are reported in `snapshot`.
+std::map<std::string, GroupDescription> DescribeGroups(const std::vector<GroupListing>& listings,
+                                                       const Deadline& deadline, KafkaAdmin& admin,
+                                                       KafkaSnapshot& snapshot) {
+  // A simple group (offsets committed without a protocol: every Flink KafkaSource's) has no
+  // members and no assignments: describing it says nothing the listing did not, unless the
+  // broker is too old (before ListGroups v4, Kafka 2.6) to list states. It took 2 s of a 4.5 s
+  // poll at 20,000 such groups.
+  std::vector<std::string> described_ids;
+  for (const GroupListing& listing : listings) {
+    if (!listing.simple || listing.state == "unknown") described_ids.push_back(listing.id);
+  }
+  std::map<std::string, GroupDescription> descriptions;
+  for (std::size_t begin = 0; begin < described_ids.size(); begin += kDescribeBatch) {
+    const std::vector<std::string> batch(
+        described_ids.begin() + static_cast<std::ptrdiff_t>(begin),
+        described_ids.begin() +
+            static_cast<std::ptrdiff_t>(std::min(described_ids.size(), begin + kDescribeBatch)));
+    auto described = admin.DescribeGroups(batch, deadline.NextRequest());
+    if (!described) {
+      snapshot.partial_errors.push_back(described.error().message);
+      continue;
+    }
+    for (GroupDescription& description : *described) {
+      if (description.error && !description.not_found) {
+        snapshot.partial_errors.push_back("describing group \"" + description.id +
+                                          "\": " + *description.error);
+      }
+      descriptions[description.id] = std::move(description);
+    }
+  }
+  return descriptions;
+}
+
+// The topics whose log offsets a poll reads, and of them those a read_committed reader reads
+// (their last stable offsets are read too).
+struct LogTopics {
+  std::set<std::string> all;
+  std::set<std::string> read_committed;
+};
+
+// A listed group as the poll reports it, before its committed offsets: kind, state and members
+// from its description where that can be trusted, from the listing otherwise.
+ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* description,
+                      const config::KafkaClusterConfig& cluster) {
+  const bool described_ok =
+      description != nullptr && !description->error && !DescribedAsKip848(listing, description);
+  ConsumerGroup group;
+  group.id = listing.id;
+  group.read_committed =
+      std::any_of(cluster.read_committed_groups.begin(), cluster.read_committed_groups.end(),
+                  [&](const config::Pattern& pattern) { return pattern.FullMatch(group.id); });
+  group.kind = KindOf(listing, description);
+  group.state = described_ok ? description->state : listing.state;
+  if (described_ok) group.members = description->members;
+  if (listing.simple && description == nullptr) group.members = 0;  // not described
+  return group;
+}
+
+// The listed groups, with their committed offsets on the topics the filter accepts, into
+// `snapshot`; the topics they committed on into `topics`. offsets[i] is listings[i]'s.
+void AddGroups(const std::vector<GroupListing>& listings,
+               const std::map<std::string, GroupDescription>& descriptions,
+               std::vector<Result<CommittedOffsets>>& offsets,
+               const config::KafkaClusterConfig& cluster, KafkaSnapshot& snapshot,
+               LogTopics& topics) {
+  for (std::size_t i = 0; i < listings.size(); ++i) {
+    const GroupListing& listing = listings[i];
+    const auto found = descriptions.find(listing.id);
+    const GroupDescription* description = found == descriptions.end() ? nullptr : &found->second;
+    ConsumerGroup group = GroupOf(listing, description, cluster);
+    if (offsets[i]) {
+      // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
+      CommittedOffsets::sequence_type entries = offsets[i]->extract_sequence();
+      entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                   [&](const auto& entry) {
+                                     return !cluster.topics.Accepts(entry.first.topic);
+                                   }),
+                    entries.end());
+      group.committed.adopt_sequence(boost::container::ordered_unique_range, std::move(entries));
+      for (const auto& [tp, offset] : group.committed) {
+        topics.all.insert(tp.topic);
+        if (group.read_committed) topics.read_committed.insert(tp.topic);
+      }
+    } else {
+      group.offsets_known = false;
+      snapshot.partial_errors.push_back("reading committed offsets of group \"" + listing.id +
+                                        "\": " + offsets[i].error().message);
+    }
+    snapshot.groups.push_back(std::move(group));
+  }
+}
+
+// Kafka drops a topic the principal may not Describe from metadata and, silently, from a group's
+// committed offsets: its lag would be a hole nobody sees. Members' assignments still name it, so
+// for groups with members the hole is reported; for member-less (simple) groups nothing tells.
+void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descriptions,
+                        const std::map<std::string, std::int32_t>& counts,
+                        const config::NameFilter& topic_filter, KafkaSnapshot& snapshot) {
+  for (const auto& [id, description] : descriptions) {
+    for (const std::string& topic : description.assigned_topics) {
+      if (counts.contains(topic) || !topic_filter.Accepts(topic)) continue;
+      snapshot.partial_errors.push_back(
+          "group \"" + id + "\" is assigned topic \"" + topic +
+          "\", which the cluster's metadata does not show to lagsight (no Describe permission on "
+          "it, or being created or deleted): the group's lag on it is not reported");
+    }
+  }
+}
+
+// The cluster's topics the filter accepts into `snapshot`, and those the other reader reads into
+// `topics`.
+void AddClusterTopics(const std::map<std::string, std::int32_t>& counts,
+                      const ExtraReads& extra_reads, const config::NameFilter& topic_filter,
+                      KafkaSnapshot& snapshot, LogTopics& topics) {
+  for (const auto& [topic, count] : counts) {
+    if (!topic_filter.Accepts(topic)) continue;
+    snapshot.all_topics.push_back(topic);
+    const std::string unified = UnifyCollisionChars(topic);
+    if (extra_reads.unified_topics.contains(unified)) topics.all.insert(topic);
+    if (extra_reads.read_committed_topics.contains(unified)) {
+      topics.all.insert(topic);
+      topics.read_committed.insert(topic);
+    }
+  }
+}
+
+// Reads log-start and log-end offsets of every partition of `topics.all`, and the last stable
+// offsets of those of `topics.read_committed`. Fails (the poll) only when no log-end offset could
+// be read at all: then there is no lag to report.
+std::optional<Error> ReadLogOffsets(const LogTopics& topics,
                                     const std::map<std::string, std::int32_t>& counts,
                                     const Deadline& deadline, KafkaAdmin& admin,
                                     KafkaSnapshot& snapshot) {
-  if (topics.empty()) return std::nullopt;
+  if (topics.all.empty()) return std::nullopt;
   std::vector<TopicPartition> partitions;
-  for (const std::string& topic : topics) {
+  for (const std::string& topic : topics.all) {
     const auto count = counts.find(topic);
     if (count == counts.end()) {
       snapshot.partial_errors.push_back("topic \"" + topic +
@@ -100,7 +267,7 @@ std::optional<Error> ReadLogOffsets(const std::set<std::string>& topics,
 
   std::vector<TopicPartition> stable;
   for (const TopicPartition& tp : partitions) {
-    if (read_committed_topics.contains(tp.topic)) stable.push_back(tp);
+    if (topics.read_committed.contains(tp.topic)) stable.push_back(tp);
   }
   if (stable.empty()) return std::nullopt;
   // Without it a read_committed reader's lag falls back to the high watermark (kafka::ReadableEnd).
@@ -167,23 +334,6 @@ void AddExtraPositions(const ExtraReads& reads, const KafkaSnapshot& snapshot,
   }
 }
 
-// Kafka drops a topic the principal may not Describe from metadata and, silently, from a group's
-// committed offsets: its lag would be a hole nobody sees. Members' assignments still name it, so
-// for groups with members the hole is reported; for member-less (simple) groups nothing tells.
-void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descriptions,
-                        const std::map<std::string, std::int32_t>& counts,
-                        const config::NameFilter& topic_filter, KafkaSnapshot& snapshot) {
-  for (const auto& [id, description] : descriptions) {
-    for (const std::string& topic : description.assigned_topics) {
-      if (counts.contains(topic) || !topic_filter.Accepts(topic)) continue;
-      snapshot.partial_errors.push_back(
-          "group \"" + id + "\" is assigned topic \"" + topic +
-          "\", which the cluster's metadata does not show to lagsight (no Describe permission on "
-          "it, or being created or deleted): the group's lag on it is not reported");
-    }
-  }
-}
-
 }  // namespace
 
 Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAdmin> admin,
@@ -193,148 +343,37 @@ Collector::Collector(config::KafkaClusterConfig cluster, std::unique_ptr<KafkaAd
 Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   const Deadline deadline(cluster_.poll_timeout, cluster_.request_timeout);
   KafkaSnapshot snapshot;
-  if (cluster_.bootstrap_servers.size() > 1) {
-    // First, each through a client of its own: whether the addresses name one cluster decides
-    // whether anything is read through them (KafkaAdmin::IdentifyBootstraps).
-    snapshot.bootstraps = admin_->IdentifyBootstraps(deadline.NextRequest());
-    for (BootstrapIdentity& bootstrap : snapshot.bootstraps) {
-      bootstrap.topic_partitions = AcceptedTopics(bootstrap.topic_partitions);
-    }
-    if (ClusterMismatch(snapshot)) {
-      // Reported, not failed: the mismatch itself is what the poll has to say.
-      snapshot.partial_errors.push_back(
-          "no group or offset is read: the bootstrap addresses name different clusters (" +
-          AnsweredClusterIds(snapshot.bootstraps) +
-          "); list the addresses of one cluster in bootstrap_servers");
-      // A counter goes on, not back to 0, through polls that read nothing.
-      snapshot.record_timestamp_fetches_total = timestamp_fetches_total_;
-      return snapshot;
-    }
+  if (cluster_.bootstrap_servers.size() > 1 &&
+      !IdentifyBootstraps(deadline.NextRequest(), snapshot)) {
+    return snapshot;
   }
 
-  // Where a slow poll spends its time, at debug level: listing, describing, committed offsets,
-  // log offsets and record timestamps grow differently with groups and partitions.
-  const auto phase_started = SteadyClock::now();
-  std::vector<std::pair<const char*, SteadyClock::time_point>> phases;
-  const auto phase_done = [&phases](const char* name) {
-    phases.emplace_back(name, SteadyClock::now());
-  };
+  PhaseTimes phases;
   auto listed = admin_->ListGroups(deadline.NextRequest());
-  phase_done("list");
+  phases.Done("list");
   if (!listed) return listed.error();
-  std::vector<GroupListing> listings;
-  for (GroupListing& listing : *listed) {
-    // Another shard's group is not read at all: its offsets are that shard's work.
-    if (cluster_.groups.Accepts(listing.id) && cluster_.shard.Owns(listing.id)) {
-      listings.push_back(std::move(listing));
-    }
-  }
-  std::sort(listings.begin(), listings.end(),
-            [](const GroupListing& a, const GroupListing& b) { return a.id < b.id; });
+  const std::vector<GroupListing> listings = AcceptedGroups(std::move(listed).value(), cluster_);
   std::vector<std::string> ids;
   ids.reserve(listings.size());
   for (const GroupListing& listing : listings) ids.push_back(listing.id);
-
-  // A simple group (offsets committed without a protocol: every Flink KafkaSource's) has no
-  // members and no assignments: describing it says nothing the listing did not, unless the
-  // broker is too old (before ListGroups v4, Kafka 2.6) to list states. It took 2 s of a 4.5 s
-  // poll at 20,000 such groups.
-  std::vector<std::string> described_ids;
-  for (const GroupListing& listing : listings) {
-    if (!listing.simple || listing.state == "unknown") described_ids.push_back(listing.id);
-  }
-  std::map<std::string, GroupDescription> descriptions;
-  for (std::size_t begin = 0; begin < described_ids.size(); begin += kDescribeBatch) {
-    const std::vector<std::string> batch(
-        described_ids.begin() + static_cast<std::ptrdiff_t>(begin),
-        described_ids.begin() +
-            static_cast<std::ptrdiff_t>(std::min(described_ids.size(), begin + kDescribeBatch)));
-    auto described = admin_->DescribeGroups(batch, deadline.NextRequest());
-    if (!described) {
-      snapshot.partial_errors.push_back(described.error().message);
-      continue;
-    }
-    for (GroupDescription& description : *described) {
-      if (description.error && !description.not_found) {
-        snapshot.partial_errors.push_back("describing group \"" + description.id +
-                                          "\": " + *description.error);
-      }
-      descriptions[description.id] = std::move(description);
-    }
-  }
-
-  phase_done("describe");
+  const auto descriptions = DescribeGroups(listings, deadline, *admin_, snapshot);
+  phases.Done("describe");
   auto offsets = admin_->ListCommittedOffsets(ids, cluster_.max_concurrent_requests,
                                               deadline.NextRequest(), deadline.Left());
-  phase_done("committed offsets");
-  std::set<std::string> topics;
-  std::set<std::string> read_committed_topics;
-  for (std::size_t i = 0; i < listings.size(); ++i) {
-    const GroupListing& listing = listings[i];
-    const auto found = descriptions.find(listing.id);
-    const GroupDescription* description = found == descriptions.end() ? nullptr : &found->second;
-    const bool described_ok =
-        description != nullptr && !description->error && !DescribedAsKip848(listing, description);
-
-    ConsumerGroup group;
-    group.id = listing.id;
-    group.read_committed =
-        std::any_of(cluster_.read_committed_groups.begin(), cluster_.read_committed_groups.end(),
-                    [&](const config::Pattern& pattern) { return pattern.FullMatch(group.id); });
-    group.kind = KindOf(listing, description);
-    group.state = described_ok ? description->state : listing.state;
-    if (described_ok) group.members = description->members;
-    if (listing.simple && description == nullptr) group.members = 0;  // not described
-    if (offsets[i]) {
-      // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
-      CommittedOffsets::sequence_type entries = offsets[i]->extract_sequence();
-      entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                   [&](const auto& entry) {
-                                     return !cluster_.topics.Accepts(entry.first.topic);
-                                   }),
-                    entries.end());
-      group.committed.adopt_sequence(boost::container::ordered_unique_range, std::move(entries));
-      for (const auto& [tp, offset] : group.committed) {
-        topics.insert(tp.topic);
-        if (group.read_committed) read_committed_topics.insert(tp.topic);
-      }
-    } else {
-      group.offsets_known = false;
-      snapshot.partial_errors.push_back("reading committed offsets of group \"" + listing.id +
-                                        "\": " + offsets[i].error().message);
-    }
-    snapshot.groups.push_back(std::move(group));
-  }
+  phases.Done("committed offsets");
+  LogTopics topics;
+  AddGroups(listings, descriptions, offsets, cluster_, snapshot, topics);
 
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();
   ReportHiddenTopics(descriptions, *counts, cluster_.topics, snapshot);
-  for (const auto& [topic, count] : *counts) {
-    if (!cluster_.topics.Accepts(topic)) continue;
-    snapshot.all_topics.push_back(topic);
-    const std::string unified = UnifyCollisionChars(topic);
-    if (extra_reads.unified_topics.contains(unified)) topics.insert(topic);
-    if (extra_reads.read_committed_topics.contains(unified)) {
-      topics.insert(topic);
-      read_committed_topics.insert(topic);
-    }
-  }
-  if (auto failed =
-          ReadLogOffsets(topics, read_committed_topics, *counts, deadline, *admin_, snapshot)) {
-    return *failed;
-  }
-  phase_done("log offsets");
+  AddClusterTopics(*counts, extra_reads, cluster_.topics, snapshot, topics);
+  if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) return *failed;
+  phases.Done("log offsets");
 
   snapshot.cluster_id = admin_->ClusterId();
   if (cluster_.bootstrap_servers.size() <= 1) {
-    // One address: the main client reached the cluster through it, so its answer is that
-    // address's.
-    BootstrapIdentity only;
-    if (!cluster_.bootstrap_servers.empty()) only.address = cluster_.bootstrap_servers.front();
-    only.cluster_id = snapshot.cluster_id;
-    if (!only.cluster_id) only.error = "the cluster reported no cluster id";
-    only.topic_partitions = AcceptedTopics(*counts);
-    snapshot.bootstraps.push_back(std::move(only));
+    snapshot.bootstraps.push_back(OnlyBootstrap(snapshot.cluster_id, *counts));
   }
   ReadRetention(deadline.NextRequest(), snapshot);
   // Lag in seconds is a refinement: it may take at most half of what is left of the poll, so a
@@ -345,22 +384,44 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
     AddExtraPositions(extra_reads, snapshot, wanted);
   }
   ReadRecordTimestamps(wanted, cluster_.request_timeout, deadline.Left() / 2, snapshot);
-  phase_done("record timestamps");
-  if (spdlog::should_log(spdlog::level::debug)) {
-    std::string times;
-    auto since = phase_started;
-    for (const auto& [name, at] : phases) {
-      times += fmt::format("{}{} {:.3f} s", times.empty() ? "" : ", ", name,
-                           std::chrono::duration<double>(at - since).count());
-      since = at;
-    }
-    spdlog::debug("kafka {}: poll of {} groups: {}", cluster_.name, ids.size(), times);
-  }
+  phases.Done("record timestamps");
+  phases.Log(cluster_.name, ids.size());
   if (deadline.Expired()) {
     return Error{"the poll took longer than poll_timeout (" +
                  std::to_string(cluster_.poll_timeout.count()) + "ms)"};
   }
   return snapshot;
+}
+
+bool Collector::IdentifyBootstraps(milliseconds timeout, KafkaSnapshot& snapshot) {
+  // First, each through a client of its own: whether the addresses name one cluster decides
+  // whether anything is read through them (KafkaAdmin::IdentifyBootstraps).
+  snapshot.bootstraps = admin_->IdentifyBootstraps(timeout);
+  for (BootstrapIdentity& bootstrap : snapshot.bootstraps) {
+    bootstrap.topic_partitions = AcceptedTopics(bootstrap.topic_partitions);
+  }
+  if (!ClusterMismatch(snapshot)) return true;
+  // Reported, not failed: the mismatch itself is what the poll has to say.
+  snapshot.partial_errors.push_back(
+      "no group or offset is read: the bootstrap addresses name different clusters (" +
+      AnsweredClusterIds(snapshot.bootstraps) +
+      "); list the addresses of one cluster in bootstrap_servers");
+  // A counter goes on, not back to 0, through polls that read nothing.
+  snapshot.record_timestamp_fetches_total = timestamp_fetches_total_;
+  return false;
+}
+
+BootstrapIdentity Collector::OnlyBootstrap(
+    const std::optional<std::string>& cluster_id,
+    const std::map<std::string, std::int32_t>& counts) const {
+  // One address: the main client reached the cluster through it, so its answer is that
+  // address's.
+  BootstrapIdentity only;
+  if (!cluster_.bootstrap_servers.empty()) only.address = cluster_.bootstrap_servers.front();
+  only.cluster_id = cluster_id;
+  if (!only.cluster_id) only.error = "the cluster reported no cluster id";
+  only.topic_partitions = AcceptedTopics(counts);
+  return only;
 }
 
 std::map<std::string, std::int32_t> Collector::AcceptedTopics(

@@ -68,6 +68,13 @@ class Collector {
   static constexpr std::chrono::minutes kRetentionRefresh{5};
 
  private:
+  // With several bootstrap addresses, asks each which cluster answers there, into `snapshot`.
+  // False when they name different clusters: then nothing else is read, and `snapshot` is the
+  // poll's answer.
+  bool IdentifyBootstraps(std::chrono::milliseconds timeout, KafkaSnapshot& snapshot);
+  // With one bootstrap address, what it answered: the main client's cluster id and topics.
+  BootstrapIdentity OnlyBootstrap(const std::optional<std::string>& cluster_id,
+                                  const std::map<std::string, std::int32_t>& counts) const;
   // The topics of `counts` that the topic filter accepts.
   std::map<std::string, std::int32_t> AcceptedTopics(
       const std::map<std::string, std::int32_t>& counts) const;

@@ -15,19 +15,15 @@
 //
 // Two kinds of helper handles, also long-lived: with several bootstrap addresses, one client per
 // address (bootstrap.servers = that address alone, same security settings) to learn which
-// cluster answers there; and, created on the first record-timestamp read, a consumer that reads
-// single records with assign() at explicit offsets (two: one per isolation level, the
-// read_committed one also listing last stable offsets). That consumer carries a throwaway group.id
-// because librdkafka 2.0.2 refuses assign() without one (Local: Unknown group, checked against
-// Kafka 4.1); it never subscribes, joins, fetches or commits offsets for it, so the broker never
-// creates that group.
+// cluster answers there; and the record reader (kafka/record_timestamp_reader.h), whose consumers
+// read single records at explicit offsets for their timestamps, and list last stable offsets.
 #pragma once
 
 #include <librdkafka/rdkafka.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,30 +32,10 @@
 #include "config/config.h"
 #include "kafka/admin.h"
 #include "kafka/offset_fetch_client.h"
+#include "kafka/rdkafka_client.h"
+#include "kafka/record_timestamp_reader.h"
 
 namespace lagsight::kafka {
-
-struct RdKafkaDeleter {
-  void operator()(rd_kafka_t* handle) const { rd_kafka_destroy(handle); }
-  void operator()(rd_kafka_queue_t* queue) const { rd_kafka_queue_destroy(queue); }
-};
-
-// The record reader never joined a group, so there is nothing to leave: skipping the consumer
-// close keeps shutdown from waiting on a coordinator that may be unreachable.
-struct RecordReaderDeleter {
-  void operator()(rd_kafka_t* handle) const {
-    rd_kafka_destroy_flags(handle, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-  }
-};
-
-// The latest connection-level error librdkafka reported for a client (a wrong password, an
-// untrusted certificate), kept until a poll succeeds: a failed request itself only says
-// "timed out". Written by the error callback, which librdkafka runs inside rd_kafka_poll.
-struct ClientErrors {
-  std::mutex mutex;
-  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
-  std::string reason;
-};
 
 class RdKafkaAdmin final : public KafkaAdmin {
  public:
@@ -70,6 +46,7 @@ class RdKafkaAdmin final : public KafkaAdmin {
   Result<std::vector<GroupListing>> ListGroups(std::chrono::milliseconds timeout) override;
   Result<std::vector<GroupDescription>> DescribeGroups(const std::vector<std::string>& ids,
                                                        std::chrono::milliseconds timeout) override;
+  // Defined in rdkafka_committed_offsets.cpp, with ReadBatched, LogBatchedState and ReadPerGroup.
   std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
       const std::vector<std::string>& ids, int max_in_flight,
       std::chrono::milliseconds request_timeout, std::chrono::milliseconds total_timeout) override;
@@ -104,15 +81,21 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // Opens, keeps or closes the cluster clients after the addresses answered with `identities`.
   void FollowBootstraps(const std::vector<BootstrapIdentity>& identities);
 
-  // The record reader of that isolation, created on first use.
-  Result<rd_kafka_t*> RecordReader(bool read_committed);
-  // Reads the records at `positions` (all of the reader's isolation) into `answer`; fails only
-  // when the reader cannot be assigned partitions.
-  std::optional<Error> ReadRecords(rd_kafka_t* reader, bool read_committed,
-                                   const std::vector<RecordKey>& positions,
-                                   std::chrono::milliseconds request_timeout,
-                                   std::chrono::steady_clock::time_point total_deadline,
-                                   FetchedTimestamps& answer);
+  // Committed offsets through the batched fetch, into `results`; returns the indexes (into
+  // `ids`) of the groups it could not answer exactly, left to the per-group path.
+  std::vector<std::size_t> ReadBatched(const std::vector<std::string>& ids,
+                                       std::chrono::milliseconds request_timeout,
+                                       std::chrono::milliseconds total_timeout,
+                                       std::vector<Result<CommittedOffsets>>& results);
+  // Logs how committed offsets were read when that differs from the last poll's.
+  void LogBatchedState(const std::string& failure, std::size_t answered, std::size_t asked);
+  // Committed offsets of the groups ids[per_group[...]] into `results`, one librdkafka request
+  // per group, at most `max_in_flight` at once, until `deadline`.
+  void ReadPerGroup(const std::vector<std::string>& ids, const std::vector<std::size_t>& per_group,
+                    int max_in_flight, std::chrono::milliseconds request_timeout,
+                    std::chrono::milliseconds total_timeout,
+                    std::chrono::steady_clock::time_point deadline,
+                    std::vector<Result<CommittedOffsets>>& results);
 
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
@@ -127,10 +110,9 @@ class RdKafkaAdmin final : public KafkaAdmin {
   std::optional<std::string> opened_for_cluster_id_;  // the id the addresses agreed on
   // One client per bootstrap address, in config order; empty with a single address.
   std::vector<BootstrapClient> bootstrap_clients_;
-  std::unique_ptr<rd_kafka_t, RecordReaderDeleter> record_reader_;  // created on first use
-  // The same with isolation.level=read_committed: reads for read_committed readers, and lists
-  // last stable offsets. Created on first use, so a cluster without such readers never opens it.
-  std::unique_ptr<rd_kafka_t, RecordReaderDeleter> committed_reader_;
+  // Reads record timestamps and lists last stable offsets; null while the cluster clients are
+  // closed. Its consumers are created on first use.
+  std::unique_ptr<RecordTimestampReader> record_reader_;
   // Reads committed offsets many groups a request while the cluster clients are open, if the
   // cluster config asks for it and the cluster is reached over PLAINTEXT; null otherwise.
   bool batched_offset_fetch_ = false;

@@ -1,0 +1,181 @@
+// RdKafkaAdmin::ListCommittedOffsets: the committed offsets of many groups, read with batched
+// OffsetFetch requests (KIP-709, kafka/offset_fetch_client.h) where the cluster config asks for
+// them, and through librdkafka one request per group for every group those could not answer.
+// The rest of RdKafkaAdmin is in rdkafka_admin.cpp.
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kafka/offset_fetch_client.h"
+#include "kafka/rdkafka_admin.h"
+#include "kafka/rdkafka_client.h"
+
+namespace lagsight::kafka {
+namespace {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+struct OffsetsRequestDeleter {
+  void operator()(rd_kafka_ListConsumerGroupOffsets_t* request) const {
+    rd_kafka_ListConsumerGroupOffsets_destroy(request);
+  }
+};
+
+// One group's committed offsets, from librdkafka's answer to its ListConsumerGroupOffsets call.
+Result<CommittedOffsets> CommittedOffsetsOf(rd_kafka_event_t* event) {
+  if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Error{rd_kafka_event_error_string(event)};
+  }
+  const auto* result = rd_kafka_event_ListConsumerGroupOffsets_result(event);
+  std::size_t group_count = 0;
+  const rd_kafka_group_result_t** groups =
+      rd_kafka_ListConsumerGroupOffsets_result_groups(result, &group_count);
+  if (group_count != 1) {
+    return Error{"unexpected answer with " + std::to_string(group_count) + " groups"};
+  }
+  if (const rd_kafka_error_t* error = rd_kafka_group_result_error(groups[0])) {
+    return Error{rd_kafka_error_string(error)};
+  }
+  CommittedOffsets::sequence_type entries;
+  std::string partition_errors;
+  const rd_kafka_topic_partition_list_t* partitions = rd_kafka_group_result_partitions(groups[0]);
+  if (partitions != nullptr) entries.reserve(static_cast<std::size_t>(partitions->cnt));
+  for (int i = 0; partitions != nullptr && i < partitions->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = partitions->elems[i];
+    if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      partition_errors += std::string(p.topic) + "/" + std::to_string(p.partition) + ": " +
+                          rd_kafka_err2str(p.err) + "; ";
+      continue;
+    }
+    // RD_KAFKA_OFFSET_INVALID (-1): no commit for this partition; leave it out.
+    if (p.offset >= 0) entries.emplace_back(TopicPartition{p.topic, p.partition}, p.offset);
+  }
+  if (!partition_errors.empty()) return Error{"partition errors: " + partition_errors};
+  CommittedOffsets offsets;
+  offsets.adopt_sequence(std::move(entries));  // sorts; Kafka names each partition once
+  return offsets;
+}
+
+}  // namespace
+
+std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
+    const std::vector<std::string>& ids, int max_in_flight, milliseconds request_timeout,
+    milliseconds total_timeout) {
+  std::vector<Result<CommittedOffsets>> results(ids.size(), Error{"not requested"});
+  if (!handle_) {
+    for (auto& result : results) result = Error{closed_reason_};
+    return results;
+  }
+  const auto deadline = SteadyClock::now() + total_timeout + milliseconds(500);
+  // Groups left to librdkafka's per-group path: all of them, or those the batched fetch could
+  // not answer exactly.
+  std::vector<std::size_t> per_group;
+  if (batched_) {
+    per_group = ReadBatched(ids, request_timeout, total_timeout, results);
+  } else {
+    per_group.resize(ids.size());
+    for (std::size_t index = 0; index < ids.size(); ++index) per_group[index] = index;
+  }
+  ReadPerGroup(ids, per_group, max_in_flight, request_timeout, total_timeout, deadline, results);
+  return results;
+}
+
+std::vector<std::size_t> RdKafkaAdmin::ReadBatched(const std::vector<std::string>& ids,
+                                                   milliseconds request_timeout,
+                                                   milliseconds total_timeout,
+                                                   std::vector<Result<CommittedOffsets>>& results) {
+  std::vector<std::size_t> per_group;
+  // At most half the time: what it leaves (a broker answering slowly) still gets its turn.
+  BatchedOffsets batched = batched_->Fetch(ids, request_timeout, total_timeout / 2);
+  for (std::size_t index = 0; index < ids.size(); ++index) {
+    if (batched.offsets[index]) {
+      results[index] = std::move(*batched.offsets[index]);
+    } else {
+      per_group.push_back(index);
+    }
+  }
+  const std::size_t answered = ids.size() - per_group.size();
+  LogBatchedState(batched.failure, answered, ids.size());
+  spdlog::debug("kafka cluster {}: {} of {} groups' committed offsets in {} batched requests",
+                cluster_name_, answered, ids.size(), batched.requests);
+  return per_group;
+}
+
+void RdKafkaAdmin::LogBatchedState(const std::string& failure, std::size_t answered,
+                                   std::size_t asked) {
+  // Logged when it changes, not every poll. A group the broker answered with an error is no
+  // failure of the fetch: librdkafka's answer for it carries the error.
+  std::string state;
+  if (answered == 0 && asked != 0) {
+    state = "read one request per group: the batched fetch answered none: " +
+            (failure.empty() ? "each group with an error" : failure);
+  } else if (!failure.empty()) {
+    state =
+        "read with batched OffsetFetch requests (KIP-709), some one request per group: " + failure;
+  } else if (asked != 0) {
+    state = "read with batched OffsetFetch requests (KIP-709)";
+  }
+  if (!state.empty() && state != batched_state_) {
+    if (failure.empty()) {
+      spdlog::info("kafka cluster {}: committed offsets {}", cluster_name_, state);
+    } else {
+      spdlog::warn("kafka cluster {}: committed offsets {}", cluster_name_, state);
+    }
+    batched_state_ = std::move(state);
+  }
+}
+
+void RdKafkaAdmin::ReadPerGroup(const std::vector<std::string>& ids,
+                                const std::vector<std::size_t>& per_group, int max_in_flight,
+                                milliseconds request_timeout, milliseconds total_timeout,
+                                SteadyClock::time_point deadline,
+                                std::vector<Result<CommittedOffsets>>& results) {
+  // librdkafka 2.0.2 takes one group per ListConsumerGroupOffsets call; keeping a window of
+  // calls in flight avoids both serializing thousands of groups and flooding the coordinators.
+  std::map<void*, std::size_t> in_flight;  // token -> index into ids
+  std::size_t next = 0;                    // into per_group
+
+  const auto send_next = [&] {
+    const std::size_t index = per_group[next++];
+    void* token = NextToken();
+    auto options = MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
+                               request_timeout, token);
+    if (!options) {
+      results[index] = options.error();
+      return;
+    }
+    std::unique_ptr<rd_kafka_ListConsumerGroupOffsets_t, OffsetsRequestDeleter> request(
+        rd_kafka_ListConsumerGroupOffsets_new(ids[index].c_str(),
+                                              nullptr));  // nullptr: all partitions
+    rd_kafka_ListConsumerGroupOffsets_t* requests[] = {request.get()};
+    rd_kafka_ListConsumerGroupOffsets(handle_.get(), requests, 1, options->get(), queue_.get());
+    in_flight.emplace(token, index);
+  };
+
+  while (next < per_group.size() || !in_flight.empty()) {
+    while (next < per_group.size() && in_flight.size() < static_cast<std::size_t>(max_in_flight)) {
+      send_next();
+    }
+    if (in_flight.empty()) continue;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
+    if (left.count() <= 0) break;
+    Event event(rd_kafka_queue_poll(queue_.get(), ClampMillis(left)));
+    if (!event) continue;
+    const auto found = in_flight.find(rd_kafka_event_opaque(event.get()));
+    if (found == in_flight.end()) continue;  // a stale answer to an earlier poll
+    results[found->second] = CommittedOffsetsOf(event.get());
+    in_flight.erase(found);
+  }
+  for (const auto& [token, index] : in_flight) {
+    results[index] = Error{"no answer within " + std::to_string(total_timeout.count()) + "ms"};
+  }
+  for (std::size_t left = next; left < per_group.size(); ++left) {
+    results[per_group[left]] = Error{"not requested: the poll ran out of time"};
+  }
+}
+
+}  // namespace lagsight::kafka
