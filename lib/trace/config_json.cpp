@@ -1,5 +1,7 @@
 #include "trace/config_json.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 namespace lagsight::trace {
@@ -98,6 +100,34 @@ constexpr std::pair<const char*, double config::DiagnosisConfig::*> kRatios[] = 
     {"commit_failure_ratio", &config::DiagnosisConfig::commit_failure_ratio},
     {"stalled_commit_periods", &config::DiagnosisConfig::stalled_commit_periods}};
 
+// A trace is input from anywhere: its config is held to the ranges the config file is
+// (config.cpp), so that no setting the daemon could never run with reaches the analyzer.
+void RequireInRange(std::string_view key, double value, double low, double high) {
+  if (!(value >= low && value <= high)) {
+    throw json::FormatError(fmt::format("{}: {} is outside {}..{}", key, value, low, high));
+  }
+}
+
+void RequireValidRanges(const config::DiagnosisConfig& config) {
+  const auto seconds = [](std::chrono::milliseconds duration) {
+    return static_cast<double>(duration.count()) / 1000;
+  };
+  RequireInRange("window_ms", seconds(config.window), 5, 86400);
+  RequireInRange("confirm_polls", config.confirm_polls, 1, 100);
+  RequireInRange("lag_threshold_records", static_cast<double>(config.lag_threshold_records), 1,
+                 2e9);
+  RequireInRange("lag_threshold_ms", seconds(config.lag_threshold), 0, 86400);
+  RequireInRange("expiry_warning_ratio", config.expiry_warning_ratio, 0, 1);
+  RequireInRange("checkpoint_stale_gaps", config.checkpoint_stale_gaps, 1, 1000);
+  RequireInRange("commit_failure_ratio", config.commit_failure_ratio, 0, 1);
+  RequireInRange("stalled_commit_periods", config.stalled_commit_periods, 1, 1000);
+  RequireInRange("restart_loop_restarts", config.restart_loop_restarts, 1, 10000);
+  RequireInRange("job_gone_after_ms", seconds(config.job_gone_after), 1, 86400);
+  for (const config::LatenessTarget& target : config.lateness_targets) {
+    RequireInRange("target_ms", seconds(target.target), 0, 1e9);
+  }
+}
+
 }  // namespace
 
 void AppendDiagnosisConfig(std::string& out, const config::DiagnosisConfig& config) {
@@ -135,6 +165,7 @@ config::DiagnosisConfig ReadDiagnosisConfig(json::element e) {
     config.*member = json::ReadDouble(Field(o, key), key);
   }
   ReadRules(o, config);
+  RequireValidRanges(config);
   return config;
 }
 

@@ -54,11 +54,20 @@ void AppendCounts(std::string& out, const std::map<std::string, std::int32_t>& c
   out += ']';
 }
 
+// The analysis walks every partition of a topic by its count: a count from a corrupt trace must
+// not make it walk (and reserve) billions. No real topic comes near this.
+constexpr std::int32_t kMaxPartitionsPerTopic = 1'000'000;
+
 std::map<std::string, std::int32_t> ReadCounts(json::element e, std::string_view what) {
   std::map<std::string, std::int32_t> counts;
   for (const json::element row : ReadArray(e, what)) {
     const json::array pair = ReadTuple(row, 2, what);
-    counts[ReadString(At(pair, 0), what)] = json::ReadInt32(At(pair, 1), what);
+    const std::int32_t count = json::ReadInt32(At(pair, 1), what);
+    if (count < 0 || count > kMaxPartitionsPerTopic) {
+      throw json::FormatError(std::string(what) + ": partition count " + std::to_string(count) +
+                              " is outside 0.." + std::to_string(kMaxPartitionsPerTopic));
+    }
+    counts[ReadString(At(pair, 0), what)] = count;
   }
   return counts;
 }

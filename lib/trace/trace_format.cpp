@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <cmath>
 #include <utility>
 
 #include "trace/config_json.h"
@@ -52,6 +53,7 @@ Event ReadObservation(json::object o) {
   Event event;
   event.cluster = json::ReadString(Field(o, "cluster"), "cluster");
   event.now = json::ReadDouble(Field(o, "now"), "now");
+  if (!std::isfinite(event.now)) throw json::FormatError("now: not a finite number");
   event.observe = json::ReadBool(Field(o, "observe"), "observe");
   return event;
 }

@@ -125,7 +125,7 @@ config::DiagnosisConfig FullDiagnosisConfig() {
   diagnosis.commit_failure_ratio = 0.1;
   diagnosis.stalled_commit_periods = 4;
   diagnosis.restart_loop_restarts = 9;
-  diagnosis.job_gone_after = std::chrono::milliseconds(1);
+  diagnosis.job_gone_after = std::chrono::milliseconds(1001);
   diagnosis.lateness_targets = {{config::LatenessTarget::Of::kGroups, MustCompile("orders-.*"),
                                  std::chrono::milliseconds(60'000)}};
   diagnosis.commit_modes = {{MustCompile("legacy-.*"), config::CommitModeRule::Mode::kAuto},
@@ -257,6 +257,16 @@ TEST_CASE("trace: bad lines say what is wrong", "[trace]") {
   std::string config = trace::FormatConfigEvent(FullDiagnosisConfig());
   config.replace(config.find("legacy-.*"), 9, "legacy-(.");
   CHECK_THAT(error(config.substr(0, config.size() - 1)), Catch::StartsWith("job: "));
+  // Valid JSON with values no daemon runs with: refused before they reach the analyzer.
+  config = trace::FormatConfigEvent(FullDiagnosisConfig());
+  config.replace(config.find("\"confirm_polls\":3"), 17, "\"confirm_polls\":0");
+  CHECK(error(config) == "confirm_polls: 0 is outside 1..100");
+  kafka::KafkaSnapshot huge;
+  huge.topic_partitions["t"] = 2'147'483'647;
+  CHECK(error(trace::FormatKafkaEvent("prod", 1, true, &huge)) ==
+        "topic_partitions: partition count 2147483647 is outside 0..1000000");
+  CHECK(error(trace::FormatKafkaEvent("prod", std::numeric_limits<double>::infinity(), true,
+                                      nullptr)) == "now: not a finite number");
 }
 
 TEST_CASE("trace: the reader refuses an oversize line by its number, and garbage", "[trace]") {
