@@ -269,6 +269,9 @@ TEST_CASE("replay: the recorder rotates at its bound and each file replays alone
   }
   CHECK(fs::exists(path + ".1"));
   CHECK_FALSE(fs::exists(path + ".2"));
+  const auto unwritable = trace::TraceRecorder::Open(dir.File("no/such/dir"), kBound);
+  REQUIRE_FALSE(unwritable.ok());
+  CHECK(unwritable.error().message == dir.File("no/such/dir") + ": No such file or directory");
   // Each file holds at most the bound plus the observation that crossed it (< 4 KiB here).
   CHECK(fs::file_size(path) < kBound + 4096);
   CHECK(fs::file_size(path + ".1") < kBound + 4096);
