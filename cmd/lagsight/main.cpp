@@ -14,6 +14,34 @@
 #include "app/app.h"
 #include "app/logging.h"
 #include "http/server_security.h"
+#include "trace/replay.h"
+
+namespace {
+
+// --trace.record, --trace.max-bytes and `lagsight replay TRACE` (lib/trace).
+CLI::App* AddTraceOptions(CLI::App& cli, lagsight::app::Options& options,
+                          std::string& replay_trace) {
+  cli.add_option("--trace.record", options.trace_record_file,
+                 "Record what the analysis is handed to this file, for a bug report (off by "
+                 "default; see README \"Recording a trace for a bug report\").");
+  cli.add_option("--trace.max-bytes", options.trace_max_bytes,
+                 "Size at which the trace file moves to <file>.1 and a new one begins.")
+      ->capture_default_str();
+  CLI::App* replay = cli.add_subcommand(
+      "replay", "Replay a trace (--trace.record) through the analysis and print the diagnosis.");
+  replay->add_option("TRACE", replay_trace, "The trace file.")->required();
+  return replay;
+}
+
+// The host name --shard=auto reads a StatefulSet pod's ordinal from.
+std::string HostName() {
+  if (const char* from_env = std::getenv("HOSTNAME"); from_env != nullptr) return from_env;
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) == 0) return buffer;
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   lagsight::app::UseOneMallocArena();  // before any thread starts
@@ -42,7 +70,10 @@ int main(int argc, char** argv) {
   cli.add_option("--total-shards", total_shards,
                  "How many instances split the consumer groups and Flink jobs between them.")
       ->capture_default_str();
+  std::string replay_trace;
+  CLI::App* replay = AddTraceOptions(cli, options, replay_trace);
   CLI11_PARSE(cli, argc, argv);
+  if (*replay) return lagsight::trace::RunReplayCommand(replay_trace, stdout, stderr);
 
   if (print_version) {
     std::printf("lagsight %s (revision %s)\n", lagsight::app::kVersion, lagsight::app::kRevision);
@@ -53,14 +84,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   {
-    std::string host_name;
-    if (const char* from_env = std::getenv("HOSTNAME"); from_env != nullptr) {
-      host_name = from_env;
-    } else {
-      char buffer[256] = {};
-      if (gethostname(buffer, sizeof buffer - 1) == 0) host_name = buffer;
-    }
-    auto resolved = lagsight::config::ResolveShard(shard, total_shards, host_name);
+    auto resolved = lagsight::config::ResolveShard(shard, total_shards, HostName());
     if (!resolved) {
       std::fprintf(stderr, "lagsight: %s\n", resolved.error().message.c_str());
       return 2;

@@ -2,6 +2,7 @@
 // command line, or only check a configuration file as the daemon would (--config.check).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,10 @@ struct Options {
   std::string web_config_file;
   // The groups and Flink jobs this instance owns (--shard, --total-shards); all by default.
   config::Shard shard;
+  // --trace.record: a file to record what the analysis is handed to, for a bug report that
+  // replays with `lagsight replay` (trace/trace_recorder.h); empty: no recording.
+  std::string trace_record_file;
+  std::size_t trace_max_bytes = 256 * 1024 * 1024;  // --trace.max-bytes, per file (two kept)
 };
 
 extern const char* const kVersion;

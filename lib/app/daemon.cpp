@@ -29,6 +29,7 @@
 #include "metrics/findings_metrics.h"
 #include "metrics/process_metrics.h"
 #include "status/status_page.h"
+#include "trace/trace_recorder.h"
 
 namespace lagsight::app {
 
@@ -72,6 +73,17 @@ class Daemon {
                 {}, options_.web_config_file) {}
 
   int Run(std::string config_text, ValidatedConfig initial) {
+    if (!options_.trace_record_file.empty()) {
+      auto recorder =
+          trace::TraceRecorder::Open(options_.trace_record_file, options_.trace_max_bytes);
+      if (!recorder) {
+        spdlog::error("--trace.record: {}", recorder.error().message);
+        return 1;
+      }
+      recorder_ = std::move(recorder).value();
+      spdlog::info("recording what the analysis is handed to {} (at most {} bytes a file)",
+                   options_.trace_record_file, options_.trace_max_bytes);
+    }
     if (const auto error = server_.Listen(listen_endpoint_)) {
       spdlog::error("{}", error->message);
       return 1;
@@ -195,6 +207,7 @@ class Daemon {
                 flink_names = std::move(flink_names)] {
                  analyzer_.SetConfig(diagnosis);
                  analyzer_.Retain(kafka_names, flink_names);
+                 RecordConfig(diagnosis, kafka_names, flink_names);
                });
     loaded_config_text_ = std::move(config_text);
     last_reload_successful_ = true;
@@ -274,6 +287,7 @@ class Daemon {
     // snapshot at the peak.
     asio::post(analysis_, [this, running, started, view = View(), now = UnixNow()]() mutable {
       auto findings = running->source->Observe(analyzer_, view, now);
+      Record(*running->source, view, now);
       // The source goes back with the findings: if a reload dropped it meanwhile, it is
       // destroyed on the event loop, whose objects (timers, HTTP clients) it may own.
       asio::post(
@@ -287,6 +301,24 @@ class Daemon {
             RequestRender();
           });
     });
+  }
+
+  // With --trace.record, writes what the analyzer was handed to the trace. On the analysis
+  // strand, as the analyzer: a poll's JSON, beside an analysis that takes longer.
+  void RecordConfig(const config::DiagnosisConfig& diagnosis,
+                    const std::set<std::string>& kafka_names,
+                    const std::set<std::string>& flink_names) {
+    if (!recorder_) return;
+    recorder_->RecordConfig(diagnosis);
+    recorder_->RecordRetain(kafka_names, flink_names);
+  }
+  void Record(const Source& source, const analysis::SourcesView& view, double now) {
+    if (!recorder_) return;
+    if (source.kind() == Source::Kind::kKafka) {
+      recorder_->RecordKafkaObservation(source.name(), view, now);
+    } else if (source.kind() == Source::Kind::kFlink) {
+      recorder_->RecordFlinkObservation(source.name(), view, now);
+    }
   }
 
   void ScheduleNextPoll(const std::shared_ptr<Running>& running, SteadyClock::time_point when) {
@@ -447,6 +479,7 @@ class Daemon {
   // History and derived findings: analyzer_ is used only on analysis_; findings_, its latest
   // answer, only on the event loop.
   analysis::Analyzer analyzer_{config::DiagnosisConfig{}};
+  std::unique_ptr<trace::TraceRecorder> recorder_;  // --trace.record; used only on analysis_
   std::shared_ptr<const analysis::Findings> findings_ = std::make_shared<analysis::Findings>();
 };
 
