@@ -4,228 +4,29 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "common/bounded_file.h"
 #include "config/duration.h"
-#include "config/strict_yaml.h"
+#include "config/section_reader.h"
 
 namespace lagsight::config {
 namespace {
 
+using internal::ConfigProblem;
+using internal::SectionReader;
+
+using internal::kMaxPollInterval;
+using internal::kMaxTimeout;
 using std::chrono::milliseconds;
 
-// Bounds on what a string value may hold (after "${VAR}" expansion). Far above any sane value;
-// they exist so a runaway value is a clear error, not a slow or failing daemon.
-constexpr std::size_t kMaxStringLength = 4096;
 // librdkafka properties may carry whole PEM bundles (ssl.ca.pem).
 constexpr std::size_t kMaxPropertyValueLength = 1024 * 1024;
-// A cluster name becomes a label value on every series.
-constexpr std::size_t kMaxClusterNameLength = 128;
-
-// Ranges of the durations, documented in the README ("Hardening: config and web config").
-constexpr milliseconds kMinPeriod{100};
-constexpr milliseconds kMaxPollInterval = std::chrono::hours(24);
-constexpr milliseconds kMaxTimeout = std::chrono::hours(1);
 constexpr milliseconds kMinDiagnosisWindow = std::chrono::seconds(5);
 constexpr milliseconds kMaxDiagnosisWindow = std::chrono::hours(24);
-
-// Thrown inside this file only, turned into an Error at the ParseConfig boundary; keeps the
-// walking code readable without threading a Result through every helper.
-struct ConfigProblem {
-  std::string message;
-};
-
-// Walks the YAML tree, knows where it is (source, path) and how to phrase an error there.
-class Reader {
- public:
-  Reader(std::string_view source, const EnvLookup& env) : source_(source), env_(env) {}
-
-  [[noreturn]] void Fail(const YAML::Node& node, const std::string& path,
-                         const std::string& what) const {
-    std::string where = std::string(source_);
-    const YAML::Mark mark = node.Mark();
-    if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
-    throw ConfigProblem{where + ": " + (path.empty() ? "" : path + ": ") + what};
-  }
-
-  // Rejects keys this version does not know: a typo must not silently disable a setting. And keys
-  // written twice: yaml-cpp would silently use the first.
-  void RequireOnlyKeys(const YAML::Node& map, const std::string& path,
-                       std::initializer_list<std::string_view> known) const {
-    RequireDistinctKeys(map, path);
-    for (const auto& entry : map) {
-      const std::string key = entry.first.as<std::string>();
-      bool found = false;
-      for (std::string_view k : known) found = found || k == key;
-      if (!found) {
-        std::string list;
-        for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        Fail(entry.first, Join(path, key), "unknown key (known keys: " + list + ")");
-      }
-    }
-  }
-
-  void RequireDistinctKeys(const YAML::Node& map, const std::string& path) const {
-    if (const auto repeated = FirstRepeatedKey(map)) {
-      Fail(*repeated, Join(path, repeated->Scalar()), "duplicate key");
-    }
-  }
-
-  void RequireMap(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsMap()) Fail(node, path, "must be a mapping of keys to values");
-  }
-
-  std::string String(const YAML::Node& node, const std::string& path,
-                     std::size_t max_length = kMaxStringLength) const {
-    if (!node.IsScalar()) Fail(node, path, "must be a string");
-    std::string value = ExpandEnvironment(node, path, node.Scalar());
-    if (value.size() > max_length) {
-      Fail(node, path,
-           "is " + std::to_string(value.size()) + " characters long; at most " +
-               std::to_string(max_length) + " are allowed");
-    }
-    return value;
-  }
-
-  std::vector<std::string> StringList(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsDefined() || node.IsNull()) return {};
-    if (!node.IsSequence()) Fail(node, path, "must be a list of strings");
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      out.push_back(String(node[i], path + "[" + std::to_string(i) + "]"));
-    }
-    return out;
-  }
-
-  // A list of regular expressions, each to fully match a name; the error points at the item.
-  std::vector<Pattern> PatternList(const YAML::Node& node, const std::string& path) const {
-    if (!node.IsSequence()) Fail(node, path, "must be a list of regular expressions");
-    std::vector<Pattern> out;
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      const std::string item_path = path + "[" + std::to_string(i) + "]";
-      auto pattern = Pattern::Compile(String(node[i], item_path));
-      if (!pattern) Fail(node[i], item_path, pattern.error().message);
-      out.push_back(std::move(pattern).value());
-    }
-    return out;
-  }
-
-  milliseconds Duration(const YAML::Node& node, const std::string& path, milliseconds minimum,
-                        milliseconds maximum) const {
-    auto parsed = ParseDuration(String(node, path));
-    if (!parsed) Fail(node, path, parsed.error().message);
-    if (*parsed < minimum) {
-      Fail(node, path,
-           "must be at least " + FormatDuration(minimum) + ", got \"" + node.Scalar() + "\"");
-    }
-    if (*parsed > maximum) {
-      Fail(node, path,
-           "must be at most " + FormatDuration(maximum) + ", got \"" + node.Scalar() + "\"");
-    }
-    return *parsed;
-  }
-
-  bool Boolean(const YAML::Node& node, const std::string& path) const {
-    const std::string value = String(node, path);
-    if (value != "true" && value != "false") Fail(node, path, "must be true or false");
-    return value == "true";
-  }
-
-  int Integer(const YAML::Node& node, const std::string& path, int min, int max) const {
-    const std::string text = String(node, path);
-    std::size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || text.empty() || value < min || value > max) {
-      Fail(node, path,
-           "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
-               ", got \"" + text + "\"");
-    }
-    return static_cast<int>(value);
-  }
-
-  NameFilter Filter(const YAML::Node& node, const std::string& path) const {
-    RequireMap(node, path);
-    RequireOnlyKeys(node, path, {"allow", "deny"});
-    auto filter = NameFilter::Create(StringList(node["allow"], Join(path, "allow")),
-                                     StringList(node["deny"], Join(path, "deny")));
-    if (!filter) {
-      // The filter names the list and index ("deny[1]: ..."); point at that list's line.
-      const std::string& message = filter.error().message;
-      const bool in_deny = message.rfind("deny", 0) == 0;
-      Fail(node[in_deny ? "deny" : "allow"], path + "." + message.substr(0, message.find(':')),
-           message.substr(message.find(':') + 2));
-    }
-    return std::move(filter).value();
-  }
-
-  // The required `name` of a cluster: it becomes a label value, so it is kept simple.
-  std::string ClusterName(const YAML::Node& node, const std::string& path) const {
-    if (!node["name"]) Fail(node, path, "missing required key \"name\"");
-    const std::string name = String(node["name"], path + ".name", kMaxClusterNameLength);
-    const auto allowed = [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
-             c == '-';
-    };
-    if (name.empty() || !std::all_of(name.begin(), name.end(), allowed)) {
-      Fail(node["name"], path + ".name",
-           "\"" + name + "\" must be non-empty and use only letters, digits and _.:-");
-    }
-    return name;
-  }
-
-  // Reads `key` as a duration from 100ms to `maximum` into `into` when present; keeps the default
-  // if not.
-  void OptionalPeriod(const YAML::Node& node, const std::string& path, const char* key,
-                      milliseconds maximum, milliseconds& into) const {
-    if (node[key]) into = Duration(node[key], path + "." + key, kMinPeriod, maximum);
-  }
-
-  static std::string Join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-
- private:
-  std::string ExpandEnvironment(const YAML::Node& node, const std::string& path,
-                                const std::string& text) const {
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] != '$') {
-        out += text[i];
-        continue;
-      }
-      if (i + 1 < text.size() && text[i + 1] == '$') {
-        out += '$';
-        ++i;
-        continue;
-      }
-      if (i + 1 < text.size() && text[i + 1] == '{') {
-        const std::size_t close = text.find('}', i + 2);
-        if (close == std::string::npos)
-          Fail(node, path, "unterminated \"${\" (write \"$$\" for a literal \"$\")");
-        const std::string variable = text.substr(i + 2, close - i - 2);
-        const auto value = env_(variable);
-        if (!value) Fail(node, path, "environment variable \"" + variable + "\" is not set");
-        out += *value;
-        i = close;
-        continue;
-      }
-      out += '$';
-    }
-    return out;
-  }
-
-  std::string_view source_;
-  const EnvLookup& env_;
-};
 
 // Properties lagsight sets itself; letting users override them would break its promises
 // (it must never join or commit for a group it observes).
@@ -233,8 +34,8 @@ const std::set<std::string, std::less<>> kReservedProperties = {
     "bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store",
     "isolation.level"};
 
-void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const std::string& path,
-                             const std::string& server) {
+void ValidateBootstrapServer(const SectionReader& reader, const YAML::Node& node,
+                             const std::string& path, const std::string& server) {
   static const RE2 kHostPort(R"((\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]{1,255}):([0-9]{1,5}))");
   int port = 0;
   if (!RE2::FullMatch(server, kHostPort, nullptr, &port) || port == 0 || port > 65535) {
@@ -245,7 +46,7 @@ void ValidateBootstrapServer(const Reader& reader, const YAML::Node& node, const
 // Far above what one Prometheus server ingests per scrape: a larger budget is a typo.
 constexpr int kMaxSeriesBudget = 100'000'000;
 
-KafkaSeriesConfig ReadKafkaSeries(const Reader& reader, const YAML::Node& node,
+KafkaSeriesConfig ReadKafkaSeries(const SectionReader& reader, const YAML::Node& node,
                                   const std::string& path) {
   reader.RequireMap(node, path);
   reader.RequireOnlyKeys(
@@ -300,7 +101,7 @@ KafkaSeriesConfig ReadKafkaSeries(const Reader& reader, const YAML::Node& node,
   return series;
 }
 
-KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node,
+KafkaClusterConfig ReadKafkaCluster(const SectionReader& reader, const YAML::Node& node,
                                     const std::string& path) {
   reader.RequireMap(node, path);
   reader.RequireOnlyKeys(
@@ -382,20 +183,9 @@ KafkaClusterConfig ReadKafkaCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
-std::string ReadSecretFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
-  const std::string file_name = reader.String(node, path);
-  auto content = ReadBoundedFile(file_name, kMaxSecretFileBytes);
-  if (!content) {
-    reader.Fail(node, path, "cannot read \"" + file_name + "\": " + content.error().message);
-  }
-  std::string secret = std::move(content).value();
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  return secret;
-}
-
 // A certificate, key or CA file that OpenSSL opens by name later: a FIFO there would block the
 // daemon in that open, a device would be read without end.
-std::string TlsFile(const Reader& reader, const YAML::Node& node, const std::string& path) {
+std::string TlsFile(const SectionReader& reader, const YAML::Node& node, const std::string& path) {
   std::string file_name = reader.String(node, path);
   if (const auto problem = DescribeIfNotRegularFile(file_name)) {
     reader.Fail(node, path, "\"" + file_name + "\" is " + *problem);
@@ -403,7 +193,7 @@ std::string TlsFile(const Reader& reader, const YAML::Node& node, const std::str
   return file_name;
 }
 
-FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node,
+FlinkClusterConfig ReadFlinkCluster(const SectionReader& reader, const YAML::Node& node,
                                     const std::string& path,
                                     const std::vector<KafkaClusterConfig>& kafka) {
   reader.RequireMap(node, path);
@@ -476,15 +266,14 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
     if (auth["password"])
       cluster.password = reader.String(auth["password"], auth_path + ".password");
     if (auth["password_file"]) {
-      cluster.password =
-          ReadSecretFile(reader, auth["password_file"], auth_path + ".password_file");
+      cluster.password = reader.SecretFile(auth["password_file"], auth_path + ".password_file");
     }
     if (auth["bearer_token"]) {
       cluster.bearer_token = reader.String(auth["bearer_token"], auth_path + ".bearer_token");
     }
     if (auth["bearer_token_file"]) {
       cluster.bearer_token =
-          ReadSecretFile(reader, auth["bearer_token_file"], auth_path + ".bearer_token_file");
+          reader.SecretFile(auth["bearer_token_file"], auth_path + ".bearer_token_file");
     }
     if (!cluster.bearer_token.empty() && !cluster.username.empty()) {
       reader.Fail(auth, auth_path, "use either username/password or a bearer token, not both");
@@ -525,7 +314,7 @@ FlinkClusterConfig ReadFlinkCluster(const Reader& reader, const YAML::Node& node
   return cluster;
 }
 
-PositionStoreConfig ReadPositionStore(const Reader& reader, const YAML::Node& node,
+PositionStoreConfig ReadPositionStore(const SectionReader& reader, const YAML::Node& node,
                                       const std::string& path,
                                       const std::vector<FlinkClusterConfig>& flink) {
   reader.RequireMap(node, path);
@@ -568,7 +357,7 @@ PositionStoreConfig ReadPositionStore(const Reader& reader, const YAML::Node& no
     if (auth["username"]) store.username = reader.String(auth["username"], auth_path + ".username");
     if (auth["password"]) store.password = reader.String(auth["password"], auth_path + ".password");
     if (auth["password_file"]) {
-      store.password = ReadSecretFile(reader, auth["password_file"], auth_path + ".password_file");
+      store.password = reader.SecretFile(auth["password_file"], auth_path + ".password_file");
     }
     if (!store.username.empty() && store.password.empty()) {
       reader.Fail(auth, auth_path, "a username needs a password");
@@ -632,8 +421,8 @@ PositionStoreConfig ReadPositionStore(const Reader& reader, const YAML::Node& no
 
 // A number in the range (`low`, `high`] (or (`low`, `high`) when `high_exclusive`), from a
 // YAML scalar; anything else fails with the range in the message.
-double ReadNumber(const Reader& reader, const YAML::Node& node, const std::string& path, double low,
-                  double high, bool high_exclusive = false) {
+double ReadNumber(const SectionReader& reader, const YAML::Node& node, const std::string& path,
+                  double low, double high, bool high_exclusive = false) {
   const std::string text = reader.String(node, path);
   std::size_t used = 0;
   double value = -1;
@@ -656,7 +445,7 @@ double ReadNumber(const Reader& reader, const YAML::Node& node, const std::strin
   return value;
 }
 
-DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
+DiagnosisConfig ReadDiagnosis(const SectionReader& reader, const YAML::Node& node,
                               const std::string& path) {
   reader.RequireMap(node, path);
   reader.RequireOnlyKeys(
@@ -764,7 +553,34 @@ DiagnosisConfig ReadDiagnosis(const Reader& reader, const YAML::Node& node,
   return diagnosis;
 }
 
-Config ReadConfig(const Reader& reader, const YAML::Node& root) {
+// Reads the list `section` of the root, one item with `read_item(node, path)` each, and requires
+// every item's name to be unique: a second item of a name fails at its own line, naming the first
+// one's. `noun` says what an item is, in the errors ("cluster", "store").
+template <typename Item, typename ReadItem>
+std::vector<Item> ReadNamedList(const SectionReader& reader, const YAML::Node& list,
+                                const std::string& section, const std::string& noun,
+                                const ReadItem& read_item) {
+  if (!list.IsSequence()) reader.Fail(list, section, "must be a list of " + noun + "s");
+  std::vector<Item> items;
+  std::map<std::string, int> first_line_of_name;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = SectionReader::ItemPath(section, i);
+    Item item = read_item(list[i], path);
+    const auto [it, inserted] =
+        first_line_of_name.emplace(item.name, list[i]["name"].Mark().line + 1);
+    if (!inserted) {
+      reader.Fail(list[i]["name"], path + ".name",
+                  "duplicate " + noun + " name \"" + item.name + "\" (first used at line " +
+                      std::to_string(it->second) + ")");
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+// The top level: which sections there are, which are required, and the order they are read in
+// (a section may name the items of those before it).
+Config ReadConfig(const SectionReader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.Fail(root, "",
                 "the configuration is empty; it needs at least one source under \"kafka\"");
@@ -776,51 +592,22 @@ Config ReadConfig(const Reader& reader, const YAML::Node& root) {
   if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
     reader.Fail(kafka ? kafka : root, "kafka", "needs at least one cluster");
   }
-  if (!kafka.IsSequence()) reader.Fail(kafka, "kafka", "must be a list of clusters");
-  std::map<std::string, int> first_line_of_name;
-  for (std::size_t i = 0; i < kafka.size(); ++i) {
-    const std::string path = "kafka[" + std::to_string(i) + "]";
-    KafkaClusterConfig cluster = ReadKafkaCluster(reader, kafka[i], path);
-    const int line = kafka[i]["name"].Mark().line + 1;
-    const auto [it, inserted] = first_line_of_name.emplace(cluster.name, line);
-    if (!inserted) {
-      reader.Fail(kafka[i]["name"], path + ".name",
-                  "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
-                      std::to_string(it->second) + ")");
-    }
-    config.kafka.push_back(std::move(cluster));
-  }
+  config.kafka = ReadNamedList<KafkaClusterConfig>(
+      reader, kafka, "kafka", "cluster", [&](const YAML::Node& node, const std::string& path) {
+        return ReadKafkaCluster(reader, node, path);
+      });
   if (const YAML::Node flink = root["flink"]; flink && !flink.IsNull()) {
-    if (!flink.IsSequence()) reader.Fail(flink, "flink", "must be a list of clusters");
-    std::map<std::string, int> first_line_of_flink_name;
-    for (std::size_t i = 0; i < flink.size(); ++i) {
-      const std::string path = "flink[" + std::to_string(i) + "]";
-      FlinkClusterConfig cluster = ReadFlinkCluster(reader, flink[i], path, config.kafka);
-      const auto [it, inserted] =
-          first_line_of_flink_name.emplace(cluster.name, flink[i]["name"].Mark().line + 1);
-      if (!inserted) {
-        reader.Fail(flink[i]["name"], path + ".name",
-                    "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
-                        std::to_string(it->second) + ")");
-      }
-      config.flink.push_back(std::move(cluster));
-    }
+    config.flink = ReadNamedList<FlinkClusterConfig>(
+        reader, flink, "flink", "cluster", [&](const YAML::Node& node, const std::string& path) {
+          return ReadFlinkCluster(reader, node, path, config.kafka);
+        });
   }
   if (const YAML::Node positions = root["positions"]; positions && !positions.IsNull()) {
-    if (!positions.IsSequence()) reader.Fail(positions, "positions", "must be a list of stores");
-    std::map<std::string, int> first_line_of_store;
-    for (std::size_t i = 0; i < positions.size(); ++i) {
-      const std::string path = "positions[" + std::to_string(i) + "]";
-      PositionStoreConfig store = ReadPositionStore(reader, positions[i], path, config.flink);
-      const auto [it, inserted] =
-          first_line_of_store.emplace(store.name, positions[i]["name"].Mark().line + 1);
-      if (!inserted) {
-        reader.Fail(positions[i]["name"], path + ".name",
-                    "duplicate store name \"" + store.name + "\" (first used at line " +
-                        std::to_string(it->second) + ")");
-      }
-      config.positions.push_back(std::move(store));
-    }
+    config.positions = ReadNamedList<PositionStoreConfig>(
+        reader, positions, "positions", "store",
+        [&](const YAML::Node& node, const std::string& path) {
+          return ReadPositionStore(reader, node, path, config.flink);
+        });
   }
   if (const YAML::Node diagnosis = root["diagnosis"]; diagnosis && !diagnosis.IsNull()) {
     config.diagnosis = ReadDiagnosis(reader, diagnosis, "diagnosis");
@@ -856,7 +643,7 @@ void ApplyShard(const Shard& shard, Config& config) {
 
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
                            const EnvLookup& env) {
-  const Reader reader(source_name, env);
+  const SectionReader reader(source_name, env);
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     return ReadConfig(reader, root);
