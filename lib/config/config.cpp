@@ -15,6 +15,33 @@ namespace {
 using internal::ConfigProblem;
 using internal::SectionReader;
 
+// Reads the list `section` of the root, one item with `read_item(node, path)` each, and requires
+// every item's name to be unique: a second item of a name fails at its own line, naming the first
+// one's. `noun` says what an item is, in the errors ("cluster", "store").
+template <typename Item, typename ReadItem>
+std::vector<Item> ReadNamedList(const SectionReader& reader, const YAML::Node& list,
+                                const std::string& section, const std::string& noun,
+                                const ReadItem& read_item) {
+  if (!list.IsSequence()) reader.Fail(list, section, "must be a list of " + noun + "s");
+  std::vector<Item> items;
+  std::map<std::string, int> first_line_of_name;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = SectionReader::ItemPath(section, i);
+    Item item = read_item(list[i], path);
+    const auto [it, inserted] =
+        first_line_of_name.emplace(item.name, list[i]["name"].Mark().line + 1);
+    if (!inserted) {
+      reader.Fail(list[i]["name"], path + ".name",
+                  "duplicate " + noun + " name \"" + item.name + "\" (first used at line " +
+                      std::to_string(it->second) + ")");
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+// The top level: which sections there are, which are required, and the order they are read in
+// (a section may name the items of those before it).
 Config ReadConfig(const SectionReader& reader, const YAML::Node& root) {
   if (!root || root.IsNull()) {
     reader.Fail(root, "",
@@ -27,52 +54,22 @@ Config ReadConfig(const SectionReader& reader, const YAML::Node& root) {
   if (!kafka || kafka.IsNull() || (kafka.IsSequence() && kafka.size() == 0)) {
     reader.Fail(kafka ? kafka : root, "kafka", "needs at least one cluster");
   }
-  if (!kafka.IsSequence()) reader.Fail(kafka, "kafka", "must be a list of clusters");
-  std::map<std::string, int> first_line_of_name;
-  for (std::size_t i = 0; i < kafka.size(); ++i) {
-    const std::string path = "kafka[" + std::to_string(i) + "]";
-    KafkaClusterConfig cluster = internal::ReadKafkaCluster(reader, kafka[i], path);
-    const int line = kafka[i]["name"].Mark().line + 1;
-    const auto [it, inserted] = first_line_of_name.emplace(cluster.name, line);
-    if (!inserted) {
-      reader.Fail(kafka[i]["name"], path + ".name",
-                  "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
-                      std::to_string(it->second) + ")");
-    }
-    config.kafka.push_back(std::move(cluster));
-  }
+  config.kafka = ReadNamedList<KafkaClusterConfig>(
+      reader, kafka, "kafka", "cluster", [&](const YAML::Node& node, const std::string& path) {
+        return internal::ReadKafkaCluster(reader, node, path);
+      });
   if (const YAML::Node flink = root["flink"]; flink && !flink.IsNull()) {
-    if (!flink.IsSequence()) reader.Fail(flink, "flink", "must be a list of clusters");
-    std::map<std::string, int> first_line_of_flink_name;
-    for (std::size_t i = 0; i < flink.size(); ++i) {
-      const std::string path = "flink[" + std::to_string(i) + "]";
-      FlinkClusterConfig cluster = internal::ReadFlinkCluster(reader, flink[i], path, config.kafka);
-      const auto [it, inserted] =
-          first_line_of_flink_name.emplace(cluster.name, flink[i]["name"].Mark().line + 1);
-      if (!inserted) {
-        reader.Fail(flink[i]["name"], path + ".name",
-                    "duplicate cluster name \"" + cluster.name + "\" (first used at line " +
-                        std::to_string(it->second) + ")");
-      }
-      config.flink.push_back(std::move(cluster));
-    }
+    config.flink = ReadNamedList<FlinkClusterConfig>(
+        reader, flink, "flink", "cluster", [&](const YAML::Node& node, const std::string& path) {
+          return internal::ReadFlinkCluster(reader, node, path, config.kafka);
+        });
   }
   if (const YAML::Node positions = root["positions"]; positions && !positions.IsNull()) {
-    if (!positions.IsSequence()) reader.Fail(positions, "positions", "must be a list of stores");
-    std::map<std::string, int> first_line_of_store;
-    for (std::size_t i = 0; i < positions.size(); ++i) {
-      const std::string path = "positions[" + std::to_string(i) + "]";
-      PositionStoreConfig store =
-          internal::ReadPositionStore(reader, positions[i], path, config.flink);
-      const auto [it, inserted] =
-          first_line_of_store.emplace(store.name, positions[i]["name"].Mark().line + 1);
-      if (!inserted) {
-        reader.Fail(positions[i]["name"], path + ".name",
-                    "duplicate store name \"" + store.name + "\" (first used at line " +
-                        std::to_string(it->second) + ")");
-      }
-      config.positions.push_back(std::move(store));
-    }
+    config.positions = ReadNamedList<PositionStoreConfig>(
+        reader, positions, "positions", "store",
+        [&](const YAML::Node& node, const std::string& path) {
+          return internal::ReadPositionStore(reader, node, path, config.flink);
+        });
   }
   if (const YAML::Node diagnosis = root["diagnosis"]; diagnosis && !diagnosis.IsNull()) {
     config.diagnosis = internal::ReadDiagnosis(reader, diagnosis, "diagnosis");
