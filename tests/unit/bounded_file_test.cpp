@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "http/web_config.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -19,21 +20,6 @@ namespace fs = std::filesystem;
 using lagsight::kMaxConfigFileBytes;
 using lagsight::kMaxSecretFileBytes;
 using lagsight::ReadBoundedFile;
-
-// A fresh directory under the system temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "lagsight-bounded-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 fs::path WriteFile(const fs::path& path, std::size_t bytes, char fill = 'x') {
   std::ofstream(path, std::ios::binary) << std::string(bytes, fill);

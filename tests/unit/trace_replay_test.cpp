@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
 #include "trace/replay.h"
 #include "trace/trace_format.h"
 #include "trace/trace_recorder.h"
@@ -17,20 +18,6 @@ using namespace lagsight;
 namespace fs = std::filesystem;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "lagsight-replay-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 template <typename T>
 std::string Shown(const std::optional<T>& value) {

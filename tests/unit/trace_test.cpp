@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "temp_dir.h"
 #include "trace/replay.h"
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"
@@ -19,20 +20,6 @@ using namespace lagsight;
 namespace fs = std::filesystem;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "lagsight-trace-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 config::Pattern MustCompile(const std::string& text) { return *config::Pattern::Compile(text); }
 
