@@ -63,6 +63,27 @@ struct Collector::PollState {
   asio::steady_timer all_done;
 };
 
+namespace {
+
+// The jobs read go into the snapshot; what could not be read, and the oddities met, go into its
+// partial errors, each prefixed by its job.
+void AddJobOutcomes(Collector::PollState& state, FlinkSnapshot& snapshot) {
+  for (std::size_t i = 0; i < state.jobs.size(); ++i) {
+    Collector::JobOutcome& outcome = state.outcomes[i];
+    const std::string which = "job " + state.jobs[i].id + " (" + state.jobs[i].name + "): ";
+    for (const std::string& anomaly : outcome.anomalies) {
+      snapshot.partial_errors.push_back(which + anomaly);
+    }
+    if (outcome.job) {
+      snapshot.jobs.push_back(std::move(outcome.job).value());
+    } else {
+      snapshot.partial_errors.push_back(which + outcome.job.error().message);
+    }
+  }
+}
+
+}  // namespace
+
 bool IsTerminalJobState(std::string_view state) {
   return state == "FINISHED" || state == "CANCELED" || state == "FAILED";
 }
@@ -112,27 +133,10 @@ Collector::Collector(config::FlinkClusterConfig cluster, std::unique_ptr<HttpFet
 
 std::chrono::milliseconds Collector::PollTimeout() const { return 3 * cluster_.request_timeout; }
 
-asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
-  const Clock::time_point started = Clock::now();
-  const Clock::time_point deadline = started + PollTimeout();
-  const auto overran = [&](std::size_t done, std::size_t total) {
-    return Error{"the poll did not finish within " + std::to_string(PollTimeout().count()) +
-                 " ms (3 x request_timeout); " + std::to_string(done) + " of " +
-                 std::to_string(total) + " jobs were read"};
-  };
-
-  auto overview_response = co_await http_->Get("/jobs/overview", deadline);
-  if (!overview_response)
-    co_return Error{"GET /jobs/overview: " + overview_response.error().message};
-  if (overview_response->status != 200) {
-    co_return Error{"GET /jobs/overview: HTTP " + std::to_string(overview_response->status)};
-  }
-  FlinkSnapshot snapshot;
-  auto overviews = ParseJobsOverview(overview_response->body, &snapshot.partial_errors);
-  if (!overviews) co_return overviews.error();
-
+std::vector<JobOverview> Collector::JobsToPoll(std::vector<JobOverview>& overviews,
+                                               std::vector<std::string>& partial_errors) const {
   std::vector<JobOverview> live;
-  for (JobOverview& job : *overviews) {
+  for (JobOverview& job : overviews) {
     if (IsTerminalJobState(job.state) || !cluster_.jobs.Accepts(job.name)) continue;
     // Another shard's job: read where its group is (config::JobOwnerKey). Unsharded, the
     // mappings' patterns are not run at all.
@@ -140,24 +144,18 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
       continue;
     }
     if (!IsFlinkId(job.id)) {
-      snapshot.partial_errors.push_back("job \"" + Printable(job.id) + "\" (" +
-                                        Printable(job.name) +
-                                        "): not a Flink job id (32 lowercase hex digits); skipped");
+      partial_errors.push_back("job \"" + Printable(job.id) + "\" (" + Printable(job.name) +
+                               "): not a Flink job id (32 lowercase hex digits); skipped");
       continue;
     }
     live.push_back(std::move(job));
   }
   std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return live;
+}
 
-  if (++polls_since_config_read_ >= kJobManagerConfigRefreshPolls || !metrics_fetch_interval_ms_) {
-    co_await RefreshMetricsFetchInterval(deadline, snapshot.partial_errors);
-  }
-  snapshot.metrics_fetch_interval_ms = metrics_fetch_interval_ms_;
-
-  // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight, and ends
-  // each by the poll's deadline, so every job's coroutine is done soon after it.
+asio::awaitable<void> Collector::PollJobsConcurrently(std::shared_ptr<PollState> state) {
   const auto executor = co_await asio::this_coro::executor;
-  auto state = std::make_shared<PollState>(executor, std::move(live), deadline);
   for (std::size_t i = 0; i < state->jobs.size(); ++i) {
     asio::co_spawn(executor, PollJob(state, i), [state, i](std::exception_ptr failure) {
       if (failure) {
@@ -176,24 +174,45 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
     boost::system::error_code ignored;
     co_await state->all_done.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
+}
+
+asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
+  const Clock::time_point started = Clock::now();
+  const Clock::time_point deadline = started + PollTimeout();
+  const auto overran = [&](std::size_t done, std::size_t total) {
+    return Error{"the poll did not finish within " + std::to_string(PollTimeout().count()) +
+                 " ms (3 x request_timeout); " + std::to_string(done) + " of " +
+                 std::to_string(total) + " jobs were read"};
+  };
+
+  auto overview_response = co_await http_->Get("/jobs/overview", deadline);
+  if (!overview_response)
+    co_return Error{"GET /jobs/overview: " + overview_response.error().message};
+  if (overview_response->status != 200) {
+    co_return Error{"GET /jobs/overview: HTTP " + std::to_string(overview_response->status)};
+  }
+  FlinkSnapshot snapshot;
+  auto overviews = ParseJobsOverview(overview_response->body, &snapshot.partial_errors);
+  if (!overviews) co_return overviews.error();
+  std::vector<JobOverview> live = JobsToPoll(*overviews, snapshot.partial_errors);
+
+  if (++polls_since_config_read_ >= kJobManagerConfigRefreshPolls || !metrics_fetch_interval_ms_) {
+    co_await RefreshMetricsFetchInterval(deadline, snapshot.partial_errors);
+  }
+  snapshot.metrics_fetch_interval_ms = metrics_fetch_interval_ms_;
+
+  // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight, and ends
+  // each by the poll's deadline, so every job's coroutine is done soon after it.
+  const auto executor = co_await asio::this_coro::executor;
+  auto state = std::make_shared<PollState>(executor, std::move(live), deadline);
+  co_await PollJobsConcurrently(state);
 
   if (Clock::now() >= deadline) {
     std::size_t done = 0;
     for (const JobOutcome& outcome : state->outcomes) done += outcome.job.ok() ? 1 : 0;
     co_return overran(done, state->jobs.size());
   }
-  for (std::size_t i = 0; i < state->jobs.size(); ++i) {
-    JobOutcome& outcome = state->outcomes[i];
-    const std::string which = "job " + state->jobs[i].id + " (" + state->jobs[i].name + "): ";
-    for (const std::string& anomaly : outcome.anomalies) {
-      snapshot.partial_errors.push_back(which + anomaly);
-    }
-    if (outcome.job) {
-      snapshot.jobs.push_back(std::move(outcome.job).value());
-    } else {
-      snapshot.partial_errors.push_back(which + outcome.job.error().message);
-    }
-  }
+  AddJobOutcomes(*state, snapshot);
   co_return snapshot;
 }
 
@@ -213,47 +232,47 @@ asio::awaitable<void> Collector::RefreshMetricsFetchInterval(
   polls_since_config_read_ = 0;
 }
 
-asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::size_t index) {
-  const JobOverview& overview = state->jobs[index];
-  JobOutcome& outcome = state->outcomes[index];
-  const Clock::time_point deadline = state->deadline;
-  const bool running = overview.state == "RUNNING";
-  FlinkJob job;
-  job.overview = overview;
-  job.read_committed =
-      std::any_of(cluster_.read_committed_jobs.begin(), cluster_.read_committed_jobs.end(),
-                  [&](const config::Pattern& pattern) { return pattern.FullMatch(overview.name); });
-  const std::string base = "/jobs/" + PercentEncode(overview.id);
-
+asio::awaitable<bool> Collector::ReadJobVertices(const std::string& base, bool running,
+                                                 Clock::time_point deadline, FlinkJob& job,
+                                                 JobOutcome& outcome) {
   // A job that is not running (restarting, failing, starting...) is kept with what Flink can
   // tell about it; only a running job must answer everything.
   auto details = co_await http_->Get(base, deadline);
   if (!details || details->status != 200) {
     if (running) {
       outcome.job = Error{"GET " + base + ": " + Describe(details)};
-      co_return;
+      co_return false;
     }
   } else {
     auto vertices = ParseJobVertices(details->body);
     if (!vertices) {
       outcome.job = vertices.error();
-      co_return;
+      co_return false;
     }
     job.vertices = std::move(vertices).value();
   }
+  co_return true;
+}
 
+asio::awaitable<void> Collector::ReadNumRestarts(const std::string& base,
+                                                 Clock::time_point deadline, FlinkJob& job,
+                                                 std::vector<std::string>& anomalies) {
   auto restarts = co_await http_->Get(base + "/metrics?get=numRestarts", deadline);
   if (!restarts || restarts->status != 200) {
-    outcome.anomalies.push_back("GET " + base + "/metrics?get=numRestarts: " + Describe(restarts));
+    anomalies.push_back("GET " + base + "/metrics?get=numRestarts: " + Describe(restarts));
   } else {
-    auto parsed = ParseNumRestarts(restarts->body, &outcome.anomalies);
+    auto parsed = ParseNumRestarts(restarts->body, &anomalies);
     if (parsed) {
       job.overview.num_restarts = *parsed;
     } else {
-      outcome.anomalies.push_back(parsed.error().message);
+      anomalies.push_back(parsed.error().message);
     }
   }
+}
 
+asio::awaitable<bool> Collector::ReadCheckpoints(const std::string& base, bool running,
+                                                 Clock::time_point deadline, FlinkJob& job,
+                                                 JobOutcome& outcome) {
   auto checkpoints = co_await http_->Get(base + "/checkpoints", deadline);
   Result<CheckpointStats> stats =
       checkpoints ? ParseCheckpoints(checkpoints->status, checkpoints->body, &outcome.anomalies)
@@ -274,33 +293,55 @@ asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::
     job.checkpoints.enabled = job.checkpoints.enabled && job.checkpoint_config.enabled;
   } else if (running) {
     outcome.job = stats ? config.error() : stats.error();
-    co_return;
+    co_return false;
   } else {
     job.checkpoint_stats_reported = false;
   }
+  co_return true;
+}
 
-  if (running) {
-    for (const Vertex& vertex : job.vertices) {
-      if (!LooksLikeSource(vertex)) continue;
-      if (!IsFlinkId(vertex.id)) {
-        outcome.anomalies.push_back("source vertex \"" + Printable(vertex.name) + "\": id \"" +
-                                    Printable(vertex.id) +
-                                    "\" is not a Flink vertex id (32 lowercase hex digits); "
-                                    "skipped");
-        continue;
-      }
-      auto reader = co_await PollSource(overview.id, vertex, deadline, outcome.anomalies);
-      if (!reader) {
-        outcome.job = Error{"source vertex \"" + vertex.name + "\": " + reader.error().message};
-        co_return;
-      }
-      // A source vertex without Kafka source metrics (KafkaSource or FlinkKafkaConsumer) reads
-      // something else than Kafka.
-      if (!reader->partitions.empty() || reader->commits_succeeded || reader->commits_failed) {
-        job.sources.push_back(std::move(reader).value());
-      }
+asio::awaitable<bool> Collector::ReadSources(Clock::time_point deadline, FlinkJob& job,
+                                             JobOutcome& outcome) {
+  for (const Vertex& vertex : job.vertices) {
+    if (!LooksLikeSource(vertex)) continue;
+    if (!IsFlinkId(vertex.id)) {
+      outcome.anomalies.push_back("source vertex \"" + Printable(vertex.name) + "\": id \"" +
+                                  Printable(vertex.id) +
+                                  "\" is not a Flink vertex id (32 lowercase hex digits); "
+                                  "skipped");
+      continue;
+    }
+    auto reader = co_await PollSource(job.overview.id, vertex, deadline, outcome.anomalies);
+    if (!reader) {
+      outcome.job = Error{"source vertex \"" + vertex.name + "\": " + reader.error().message};
+      co_return false;
+    }
+    // A source vertex without Kafka source metrics (KafkaSource or FlinkKafkaConsumer) reads
+    // something else than Kafka.
+    if (!reader->partitions.empty() || reader->commits_succeeded || reader->commits_failed) {
+      job.sources.push_back(std::move(reader).value());
     }
   }
+  co_return true;
+}
+
+asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::size_t index) {
+  const JobOverview& overview = state->jobs[index];
+  JobOutcome& outcome = state->outcomes[index];
+  const Clock::time_point deadline = state->deadline;
+  const bool running = overview.state == "RUNNING";
+  FlinkJob job;
+  job.overview = overview;
+  job.read_committed =
+      std::any_of(cluster_.read_committed_jobs.begin(), cluster_.read_committed_jobs.end(),
+                  [&](const config::Pattern& pattern) { return pattern.FullMatch(overview.name); });
+  const std::string base = "/jobs/" + PercentEncode(overview.id);
+
+  // Each step that fails the job has set outcome.job to why.
+  if (!co_await ReadJobVertices(base, running, deadline, job, outcome)) co_return;
+  co_await ReadNumRestarts(base, deadline, job, outcome.anomalies);
+  if (!co_await ReadCheckpoints(base, running, deadline, job, outcome)) co_return;
+  if (running && !co_await ReadSources(deadline, job, outcome)) co_return;
   outcome.job = std::move(job);
 }
 

@@ -44,7 +44,27 @@ class Collector {
   struct PollState;
 
  private:
+  // The listed jobs this poll reads: live, accepted by the job filter, this shard's, with a valid
+  // id (the others are noted in `partial_errors`), by id.
+  std::vector<JobOverview> JobsToPoll(std::vector<JobOverview>& overviews,
+                                      std::vector<std::string>& partial_errors) const;
+  // Runs PollJob for each of the state's jobs at once; returns when all are done.
+  boost::asio::awaitable<void> PollJobsConcurrently(std::shared_ptr<PollState> state);
   boost::asio::awaitable<void> PollJob(std::shared_ptr<PollState> state, std::size_t index);
+  // The steps of PollJob, on the job's REST path `base`. Those returning bool return false when
+  // the job cannot be kept, with `outcome.job` set to why.
+  boost::asio::awaitable<bool> ReadJobVertices(const std::string& base, bool running,
+                                               std::chrono::steady_clock::time_point deadline,
+                                               FlinkJob& job, JobOutcome& outcome);
+  boost::asio::awaitable<void> ReadNumRestarts(const std::string& base,
+                                               std::chrono::steady_clock::time_point deadline,
+                                               FlinkJob& job, std::vector<std::string>& anomalies);
+  boost::asio::awaitable<bool> ReadCheckpoints(const std::string& base, bool running,
+                                               std::chrono::steady_clock::time_point deadline,
+                                               FlinkJob& job, JobOutcome& outcome);
+  // A running job's Kafka sources, each read by PollSource.
+  boost::asio::awaitable<bool> ReadSources(std::chrono::steady_clock::time_point deadline,
+                                           FlinkJob& job, JobOutcome& outcome);
   boost::asio::awaitable<Result<SourceReader>> PollSource(
       const std::string& job_id, const Vertex& vertex,
       std::chrono::steady_clock::time_point deadline, std::vector<std::string>& anomalies);

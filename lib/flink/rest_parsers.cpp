@@ -269,59 +269,57 @@ Result<std::map<std::string, std::optional<double>>> ParseMetricValues(std::stri
   return values;
 }
 
-std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
+namespace {
+
+// Per partition, from the KafkaSource (FLIP-27) reader:
+//   "<operator>.KafkaSourceReader.topic.<topic>.partition.<p>.<currentOffset|committedOffset>"
+// and from the legacy FlinkKafkaConsumer (Flink 1.x connector line), whose gauges mean the same
+// (the last emitted record's offset; the offset + 1 it last sent Kafka to commit):
+//   "<operator>.KafkaConsumer.topic.<topic>.partition.<p>.<currentOffsets|committedOffsets>"
+struct OffsetFamily {
+  std::string_view marker, current, committed;
+  bool legacy;
+};
+constexpr OffsetFamily kOffsetFamilies[] = {
+    {".KafkaSourceReader.topic.", "currentOffset", "committedOffset", false},
+    {".KafkaConsumer.topic.", "currentOffsets", "committedOffsets", true},
+};
+
+// `tail` is what follows the family's marker: "<topic>.partition.<p>.<metric>". False when it
+// names no partition or no offset gauge of the family.
+bool ClassifyPartitionOffset(const OffsetFamily& family, std::string_view tail,
+                             SourceMetricId& result) {
   using Kind = SourceMetricId::Kind;
-  const std::size_t first_dot = id.find('.');
-  if (first_dot == std::string_view::npos) return std::nullopt;
-  SourceMetricId result;
-  const auto [end, ec] = std::from_chars(id.data(), id.data() + first_dot, result.subtask);
-  if (ec != std::errc() || end != id.data() + first_dot) return std::nullopt;
-  const std::string_view rest = id.substr(first_dot + 1);
+  const std::size_t partition_at = tail.rfind(".partition.");
+  if (partition_at == std::string_view::npos) return false;
+  const std::string_view after = tail.substr(partition_at + std::string_view(".partition.").size());
+  const std::size_t dot = after.find('.');
+  if (dot == std::string_view::npos) return false;
+  const std::string_view metric = after.substr(dot + 1);
+  if (metric == family.current) {
+    result.kind = Kind::kCurrentOffset;
+  } else if (metric == family.committed) {
+    result.kind = Kind::kCommittedOffset;
+  } else {
+    return false;
+  }
+  MetricTopicPartition tp;
+  tp.escaped_topic = std::string(tail.substr(0, partition_at));
+  const auto [pend, pec] = std::from_chars(after.data(), after.data() + dot, tp.partition);
+  if (pec != std::errc() || pend != after.data() + dot || tp.escaped_topic.empty()) return false;
+  result.partition = std::move(tp);
+  result.legacy = family.legacy;
+  return true;
+}
+
+// The source's own metrics, by the end of `rest` (the id after "<subtask>."): commit counters,
+// the Kafka client's records-lag-max, the backlog and the event-time lags.
+bool ClassifyOperatorMetric(std::string_view rest, SourceMetricId& result) {
+  using Kind = SourceMetricId::Kind;
   const auto ends_with = [&](std::string_view suffix) {
     return rest.size() >= suffix.size() && rest.substr(rest.size() - suffix.size()) == suffix &&
            (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '.');
   };
-
-  // Per partition, from the KafkaSource (FLIP-27) reader:
-  //   "<operator>.KafkaSourceReader.topic.<topic>.partition.<p>.<currentOffset|committedOffset>"
-  // and from the legacy FlinkKafkaConsumer (Flink 1.x connector line), whose gauges mean the same
-  // (the last emitted record's offset; the offset + 1 it last sent Kafka to commit):
-  //   "<operator>.KafkaConsumer.topic.<topic>.partition.<p>.<currentOffsets|committedOffsets>"
-  struct OffsetFamily {
-    std::string_view marker, current, committed;
-    bool legacy;
-  };
-  static constexpr OffsetFamily kOffsetFamilies[] = {
-      {".KafkaSourceReader.topic.", "currentOffset", "committedOffset", false},
-      {".KafkaConsumer.topic.", "currentOffsets", "committedOffsets", true},
-  };
-  for (const OffsetFamily& family : kOffsetFamilies) {
-    const std::size_t topic_at = rest.find(family.marker);
-    if (topic_at == std::string_view::npos) continue;
-    const std::string_view tail = rest.substr(topic_at + family.marker.size());
-    const std::size_t partition_at = tail.rfind(".partition.");
-    if (partition_at == std::string_view::npos) return std::nullopt;
-    const std::string_view after =
-        tail.substr(partition_at + std::string_view(".partition.").size());
-    const std::size_t dot = after.find('.');
-    if (dot == std::string_view::npos) return std::nullopt;
-    const std::string_view metric = after.substr(dot + 1);
-    if (metric == family.current) {
-      result.kind = Kind::kCurrentOffset;
-    } else if (metric == family.committed) {
-      result.kind = Kind::kCommittedOffset;
-    } else {
-      return std::nullopt;
-    }
-    MetricTopicPartition tp;
-    tp.escaped_topic = std::string(tail.substr(0, partition_at));
-    const auto [pend, pec] = std::from_chars(after.data(), after.data() + dot, tp.partition);
-    if (pec != std::errc() || pend != after.data() + dot || tp.escaped_topic.empty())
-      return std::nullopt;
-    result.partition = std::move(tp);
-    result.legacy = family.legacy;
-    return result;
-  }
   struct Suffix {
     std::string_view suffix;
     Kind kind;
@@ -346,10 +344,15 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
     if (ends_with(entry.suffix) && (!entry.legacy || rest.size() > entry.suffix.size())) {
       result.kind = entry.kind;
       result.legacy = entry.legacy;
-      return result;
+      return true;
     }
   }
-  // Task-level metrics carry no operator scope: "<subtask>.busyTimeMsPerSecond".
+  return false;
+}
+
+// Task-level metrics carry no operator scope: "<subtask>.busyTimeMsPerSecond".
+bool ClassifyTaskMetric(std::string_view rest, SourceMetricId& result) {
+  using Kind = SourceMetricId::Kind;
   if (rest == "busyTimeMsPerSecond")
     result.kind = Kind::kBusyTime;
   else if (rest == "backPressuredTimeMsPerSecond")
@@ -357,8 +360,30 @@ std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
   else if (rest == "idleTimeMsPerSecond")
     result.kind = Kind::kIdleTime;
   else
-    return std::nullopt;
-  return result;
+    return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<SourceMetricId> ClassifySourceMetricId(std::string_view id) {
+  const std::size_t first_dot = id.find('.');
+  if (first_dot == std::string_view::npos) return std::nullopt;
+  SourceMetricId result;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + first_dot, result.subtask);
+  if (ec != std::errc() || end != id.data() + first_dot) return std::nullopt;
+  const std::string_view rest = id.substr(first_dot + 1);
+  // An id with an offset family's marker is that family's or none: no other rule applies to it.
+  for (const OffsetFamily& family : kOffsetFamilies) {
+    const std::size_t topic_at = rest.find(family.marker);
+    if (topic_at == std::string_view::npos) continue;
+    if (!ClassifyPartitionOffset(family, rest.substr(topic_at + family.marker.size()), result)) {
+      return std::nullopt;
+    }
+    return result;
+  }
+  if (ClassifyOperatorMetric(rest, result) || ClassifyTaskMetric(rest, result)) return result;
+  return std::nullopt;
 }
 
 namespace {

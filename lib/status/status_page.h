@@ -7,6 +7,10 @@
 // name that comes from Kafka, Flink or the config (cluster, group, job, error text) is
 // HTML-escaped, in text and in attributes. Problems sort first, most severe first.
 // Thread-safe: it only reads its arguments.
+//
+// Its parts: status_page.cpp assembles the page (head, sources, table, footer);
+// diagnosis_row.h writes a table row, lag_chart.h a row's chart, severity.h weighs and explains
+// the causes, html_text.h escapes and formats the text.
 #pragma once
 
 #include <optional>
@@ -17,6 +21,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/diagnosis.h"
 #include "common/gzip_stream.h"
+#include "status/severity.h"  // Severity, SeverityOf: how loudly the page shows each cause
 
 namespace lagsight::status {
 
@@ -30,10 +35,6 @@ struct SourceStatus {
   std::optional<double> last_success;  // unix seconds of the latest successful poll
   std::string last_error;              // why the latest poll failed, when it did
 };
-
-// How loudly the page shows a cause; also the sort order, most severe first.
-enum class Severity { kCritical, kWarning, kNeutral, kHealthy };
-Severity SeverityOf(analysis::Cause cause);
 
 // The page as one gzip member, compressed while it is written (the daemon publishes this).
 // Throws std::runtime_error when the deflater fails (out of memory).
