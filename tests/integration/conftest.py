@@ -34,6 +34,8 @@ DEFAULT_BINARY = REPO_ROOT / "build" / "cmd" / "lagsight" / "lagsight"
 CLUSTER = "local"
 # Long enough for several polls (1 s apart) and one request timeout (5 s) against a dead broker.
 POLL_DEADLINE_SECONDS = 60.0
+# Each daemon's analysis trace (two files at most: this and the one rotated before it).
+TRACE_MAX_BYTES = 64 * 1024 * 1024
 HTTP_TIMEOUT_SECONDS = 5.0
 LOG_TAIL_LINES = 150
 
@@ -91,6 +93,7 @@ class LagsightProcess:
         self.config = config
         self.config_file = work_dir / "lagsight.yaml"
         self.log_file = work_dir / "lagsight.log"
+        self.trace_file = work_dir / "analysis.trace"
         self.port = free_loopback_port()
         self._process: subprocess.Popen | None = None
 
@@ -101,6 +104,10 @@ class LagsightProcess:
             self._process = subprocess.Popen(
                 [str(self.binary), f"--config.file={self.config_file}",
                  f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=debug",
+                 # What the analysis was handed, for replaying a scenario through it later
+                 # (lagsight replay); every daemon of the suite records, so recording is
+                 # exercised wherever lagsight runs.
+                 f"--trace.record={self.trace_file}", f"--trace.max-bytes={TRACE_MAX_BYTES}",
                  *self.args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         wait_until(lambda: self._running_or_fail() and self.get("/healthz")[0] == 200,
