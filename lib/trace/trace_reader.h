@@ -1,10 +1,12 @@
 // trace::TraceReader: reads a trace file event by event, within bounds.
 //
 // A line longer than the reader's limit is refused with an error naming its line number, before
-// it is held whole; a line that is not a valid event is an error naming its line number and what
-// is wrong. Garbage, a truncated last line or a binary file give errors, never a crash. An empty
-// line is skipped. Not thread-safe; one reader per file.
+// it is held whole; a gzip-compressed file is read as the text it holds. A line that is not a
+// valid event is an error naming its line number and what is wrong. Garbage, a truncated last
+// line or a binary file give errors, never a crash. An empty line is skipped. Not thread-safe; one reader per file.
 #pragma once
+
+#include <zlib.h>
 
 #include <cstddef>
 #include <cstdio>
@@ -36,15 +38,16 @@ class TraceReader {
 
  private:
   struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
+    void operator()(gzFile file) const { gzclose(file); }
   };
-  TraceReader(std::unique_ptr<std::FILE, FileCloser> file, std::size_t max_line_bytes)
+  static constexpr unsigned kReadBufferBytes = 128 * 1024;  // zlib's own, for inflating
+  TraceReader(std::unique_ptr<gzFile_s, FileCloser> file, std::size_t max_line_bytes)
       : file_(std::move(file)), max_line_bytes_(max_line_bytes) {}
 
   // The next line without its '\n' into line_; false at the end of the file.
   Result<bool> ReadLine();
 
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<gzFile_s, FileCloser> file_;
   std::size_t max_line_bytes_;
   std::size_t line_number_ = 0;
   std::string line_;
