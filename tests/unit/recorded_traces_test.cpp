@@ -1,0 +1,140 @@
+// Recorded traces of the real-system scenarios, replayed through today's analysis in seconds.
+//
+// Each folder under tests/fixtures/traces/ holds what a lagsight of the integration suite handed
+// its analysis while real Kafka and Flink ran a scenario (trace.jsonl.gz, recorded with
+// --trace.record), the cause timeline that replay gave when the trace was kept (causes.txt: a
+// line each time a pair's diagnosis line changes), and what the scenario's real systems showed
+// to be true (truth.txt). A change to the analysis that changes any judgement on any recording
+// fails here with the first line that differs; where the change is meant, regenerate the
+// timelines with LAGSIGHT_REGENERATE_TRACE_TIMELINES=1 and review their diff. truth.txt holds
+// each scenario to what the real systems established, whatever the timeline says:
+//   expect CLUSTER/GROUP/JOB CAUSE   the pair shows CAUSE at some poll
+//   never  CLUSTER/GROUP/JOB CAUSE   ... and never CAUSE (a false cause the scenario ruled out)
+//   only   CLUSTER/GROUP/JOB A,B,... it shows no cause but these (no false cause at all)
+// with "-" for a pair without group or job, and `#` comments naming the ground truth.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trace/replay.h"
+
+using namespace lagsight;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> ReadLines(const fs::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// "local/group/job: cause (evidence: ...)" -> the pair and the cause.
+std::pair<std::string, std::string> PairAndCause(const std::string& line) {
+  const std::size_t colon = line.find(": ");
+  const std::size_t space = line.find(' ', colon + 2);
+  return {line.substr(0, colon), line.substr(colon + 2, space - colon - 2)};
+}
+
+// The replay of `trace` as the lines that changed: "+SECONDS pair: cause (evidence: ...)" when a
+// pair's diagnosis line differs from its last one, "+SECONDS pair: (none)" when it went away;
+// seconds since the trace's first observation.
+std::vector<std::string> CauseTimeline(const fs::path& trace) {
+  std::vector<std::string> timeline;
+  std::map<std::string, std::string> current;  // pair -> its line
+  std::optional<double> first;
+  const auto replayed = trace::ReplayTrace(
+      trace.string(), [&](const trace::TraceEvent& event, const analysis::Findings* findings) {
+        if (findings == nullptr) return;
+        const double now = std::holds_alternative<trace::KafkaEvent>(event)
+                               ? std::get<trace::KafkaEvent>(event).now
+                               : std::get<trace::FlinkEvent>(event).now;
+        if (!first) first = now;
+        char at[32];
+        std::snprintf(at, sizeof at, "+%.1f ", now - *first);
+        std::map<std::string, std::string> seen;
+        for (const std::string& line : trace::DiagnosisLines(*findings)) {
+          seen[PairAndCause(line).first] = line;
+        }
+        for (const auto& [pair, line] : seen) {
+          if (current[pair] != line) timeline.push_back(at + line);
+        }
+        for (const auto& [pair, line] : current) {
+          if (!line.empty() && !seen.contains(pair)) timeline.push_back(at + pair + ": (none)");
+        }
+        current = std::move(seen);
+      });
+  REQUIRE(replayed.ok());
+  return timeline;
+}
+
+std::vector<fs::path> Recordings() {
+  std::vector<fs::path> folders;
+  for (const auto& entry : fs::directory_iterator(LAGSIGHT_TRACE_FIXTURES)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "trace.jsonl.gz")) {
+      folders.push_back(entry.path());
+    }
+  }
+  std::sort(folders.begin(), folders.end());
+  return folders;
+}
+
+}  // namespace
+
+TEST_CASE("recorded scenarios replay to the judgements they were kept with, and to the truth",
+          "[trace][recorded]") {
+  const auto recordings = Recordings();
+  REQUIRE_FALSE(recordings.empty());
+  const bool regenerate = std::getenv("LAGSIGHT_REGENERATE_TRACE_TIMELINES") != nullptr;
+  for (const fs::path& folder : recordings) {
+    CAPTURE(folder.filename().string());
+    const std::vector<std::string> timeline = CauseTimeline(folder / "trace.jsonl.gz");
+    if (regenerate) {
+      std::ofstream out(folder / "causes.txt");
+      for (const std::string& line : timeline) out << line << '\n';
+    }
+    const std::vector<std::string> kept = ReadLines(folder / "causes.txt");
+    for (std::size_t i = 0; i < std::max(kept.size(), timeline.size()); ++i) {
+      CAPTURE(i);
+      REQUIRE((i < kept.size() ? kept[i] : "(end)") ==
+              (i < timeline.size() ? timeline[i] : "(end)"));
+    }
+
+    std::map<std::string, std::set<std::string>> causes_of;  // pair -> every cause shown
+    for (const std::string& line : timeline) {
+      const std::string change = line.substr(line.find(' ') + 1);
+      const auto [pair, cause] = PairAndCause(change);
+      if (cause != "(none)") causes_of[pair].insert(cause);  // the pair went away
+    }
+    int rules = 0;
+    for (const std::string& rule : ReadLines(folder / "truth.txt")) {
+      if (rule.empty() || rule[0] == '#') continue;
+      std::istringstream words(rule);
+      std::string kind, pair, cause;
+      words >> kind >> pair >> cause;
+      CAPTURE(rule);
+      REQUIRE((kind == "expect" || kind == "never" || kind == "only"));
+      ++rules;
+      if (kind == "expect") CHECK(causes_of[pair].contains(cause));
+      if (kind == "never") CHECK_FALSE(causes_of[pair].contains(cause));
+      if (kind == "only") {
+        std::set<std::string> allowed;
+        std::istringstream list(cause);
+        for (std::string one; std::getline(list, one, ',');) allowed.insert(one);
+        for (const std::string& shown : causes_of[pair]) {
+          CAPTURE(shown);
+          CHECK(allowed.contains(shown));
+        }
+      }
+    }
+    CHECK(rules > 0);
+  }
+}
