@@ -20,6 +20,13 @@
 // that vanished are dropped at the next poll of their cluster. The diagnosis is re-judged at each
 // Kafka poll of the pair's cluster (so `confirm_polls` counts Kafka polls); a Flink poll updates
 // the job's history and its joins.
+//
+// Inside, it is a thin orchestrator of stages, each a file here, in the order data flows (each
+// reads only the ones before it): kafka_history and job_history (what was seen), group_findings
+// (what a group shows), association and flink_alignment, run by flink_findings (whose group a
+// job's source commits to, and its lag as of when Flink took its position), pair_evidence (the
+// facts of each pair), the rules of diagnosis.h, judgement (verdicts with hysteresis), beside
+// stall_guard (no new causes right after lagsight itself stood still).
 #pragma once
 
 #include <map>

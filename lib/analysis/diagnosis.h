@@ -72,7 +72,7 @@ Cause Winner(const Evidence& evidence, const std::vector<Cause>& precedence);
 bool LagMatters(double lag_records, std::optional<double> input_records_per_second,
                 const config::DiagnosisConfig& config);
 
-// How a lag moved over the window (see Trend in analyzer.cpp for how it is measured).
+// How a lag moved over the window (see TrendOverWindow in history.h for how it is measured).
 enum class Trend { kUnknown, kGrowing, kFalling, kLevel };
 
 // How a job came to be behind the offsets its group had committed.

@@ -1,0 +1,222 @@
+#include "analysis/kafka_history.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "analysis/analysis_time.h"
+#include "analysis/history.h"
+#include "analysis/topic_cursor.h"
+
+namespace lagsight::analysis {
+namespace {
+
+constexpr std::size_t kCommitEventsKept = 16;
+// Superseded committed offsets kept per partition for matching jobs to groups (see
+// CommittedEarlier): a bound for jobs that checkpoint every second while Flink's metric refresh
+// is slow.
+constexpr std::size_t kEarlierCommitsKept = 32;
+// ... for this many metric refreshes of the slowest Flink cluster.
+constexpr double kEarlierCommitsRefreshes = 3;
+
+}  // namespace
+
+double UsualPollGap(const ThinningSeries<GroupSample>& samples) {
+  constexpr std::size_t kGapsConsidered = 8;
+  const auto& all = samples.samples();
+  if (all.size() < 2) return 0;
+  std::vector<double> gaps;
+  for (std::size_t i = all.size() - 1; i > 0 && gaps.size() < kGapsConsidered; --i) {
+    gaps.push_back(all[i].time - all[i - 1].time);
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+double EarlierCommitsKeptFor(double slowest_metrics_refresh) {
+  return kEarlierCommitsRefreshes * slowest_metrics_refresh;
+}
+
+void KafkaHistory::Record(const kafka::KafkaSnapshot& snapshot, const std::vector<GroupLag>& lags,
+                          const std::vector<OffsetRegression>& regressions,
+                          const EarlierCommitsPolicy& policy, double window, double now) {
+  RecordLogEnds(snapshot, window, now);
+  requested_at_ = KnownAt(snapshot.requested_at, now);
+
+  std::map<std::string, const GroupLag*> lag_of;
+  for (const GroupLag& lag : lags) lag_of[lag.group] = &lag;
+  std::map<std::string, GroupHistory> groups;
+  for (const kafka::ConsumerGroup& group : snapshot.groups) {
+    if (!group.offsets_known) {
+      // Keep what we had; this poll says nothing about the group's offsets.
+      if (auto existing = groups_.find(group.id); existing != groups_.end()) {
+        groups.emplace(group.id, std::move(existing->second));
+      }
+      continue;
+    }
+    auto existing = groups_.find(group.id);
+    const bool known = existing != groups_.end();
+    GroupHistory history = known ? std::move(existing->second) : GroupHistory();
+    const auto lag = lag_of.find(group.id);
+    RecordGroup(history, known, group, lag != lag_of.end() ? lag->second : nullptr, snapshot,
+                policy, window, now);
+    groups.emplace(group.id, std::move(history));
+  }
+  for (const OffsetRegression& regression : regressions) {
+    if (auto group = groups.find(regression.group); group != groups.end()) {
+      auto& times = group->second.regression_times;
+      if (times.empty() || times.back() != now) times.push_back(now);
+    }
+  }
+  groups_ = std::move(groups);
+}
+
+// Log-end history per partition; a log end that went back means the topic was recreated.
+// Updated in place, walking both maps in order (a partition the poll did not read is dropped):
+// rebuilding the map each poll freed and allocated every node, and malloc's bookkeeping of that
+// was a sixth of tests/bench/analyzer_bench.
+void KafkaHistory::RecordLogEnds(const kafka::KafkaSnapshot& snapshot, double window, double now) {
+  auto entry = log_ends_.begin();
+  for (const auto& [tp, offsets] : snapshot.partitions) {
+    if (!offsets.log_end) continue;
+    while (entry != log_ends_.end() && entry->first < tp) {
+      entry = log_ends_.erase(entry);
+    }
+    if (entry == log_ends_.end() || tp < entry->first) {
+      entry = log_ends_.emplace_hint(entry, tp, PartitionLogEnds{LogEndHistory(), std::nullopt});
+    }
+    LogEndHistory& history = entry->second.history;
+    if (!history.empty() && history.back().log_end > *offsets.log_end) history.Clear();
+    history.Add({now, *offsets.log_end, *kafka::ReadableEnd(offsets, true)});
+    entry->second.input_rate = InputRate(history, now, window, window / 4);
+    ++entry;
+  }
+  log_ends_.erase(entry, log_ends_.end());
+}
+
+// One group's poll: its lag sample, whether its offsets moved (a commit event, an earlier
+// offset to remember) and since when each stands.
+void KafkaHistory::RecordGroup(GroupHistory& history, bool known, const kafka::ConsumerGroup& group,
+                               const GroupLag* lag, const kafka::KafkaSnapshot& snapshot,
+                               const EarlierCommitsPolicy& policy, double window, double now) {
+  if (!known) {
+    history.first_seen = now;
+    history.last_commit = now;
+  }
+  GroupSample sample{now, 0, 0};
+  if (lag != nullptr) {
+    for (const TopicLag& topic : lag->topics) {
+      sample.lag_sum += topic.lag_sum;
+      TopicCursor log_ends(snapshot.partitions, topic.topic);
+      for (const PartitionLag& partition : topic.partitions) {
+        const kafka::PartitionOffsets* log = log_ends.Find(partition.partition);
+        if (log != nullptr && log->log_end) sample.log_end_sum += *log->log_end;
+      }
+    }
+  }
+  bool advanced = false;
+  bool regressed = false;
+  ForEachWithStanding(
+      history.committed_standing, group.committed,
+      [&](const kafka::TopicPartition&, std::int64_t offset, const Standing* before) {
+        if (before == nullptr) {
+          advanced = advanced || known;
+        } else if (offset > before->offset) {
+          advanced = true;
+        } else if (offset < before->offset) {
+          regressed = true;
+        }
+      });
+  if (known && (advanced || regressed)) history.last_commit = now;
+  RememberEarlierCommits(history, group, policy, now);
+  if (known && advanced && !regressed && !history.samples.empty()) {
+    history.commits.push_back({now, history.samples.back().lag_sum, sample.lag_sum});
+    if (history.commits.size() > kCommitEventsKept) history.commits.erase(history.commits.begin());
+  }
+  UpdateStanding(history.committed_standing, group.committed, now);
+  if (group.members.value_or(0) > 0) history.last_active = now;
+  history.samples.Add(sample);
+  std::erase_if(history.regression_times, [&](double time) { return time < now - window; });
+}
+
+// Kept for groups without members (a Flink source never joins its group: a new job's group
+// qualifies before its reader reports the topic, which takes a metric refresh) and on topics
+// Flink jobs read; a plain consumer group on other topics is never a Flink job's.
+void KafkaHistory::RememberEarlierCommits(GroupHistory& history, const kafka::ConsumerGroup& group,
+                                          const EarlierCommitsPolicy& policy, double now) {
+  const kafka::CommittedOffsets& committed = group.committed;
+  const double kept_since = now - policy.kept_for;
+  const bool memberless = group.members.value_or(0) == 0;
+  ForEachWithStanding(
+      history.committed_standing, committed,
+      [&](const kafka::TopicPartition& tp, std::int64_t offset, const Standing* before) {
+        if (before == nullptr || before->offset == offset) return;
+        if (!memberless && !policy.read_by_flink(tp.topic)) return;
+        std::vector<Standing>& earlier = history.committed_earlier[tp];
+        earlier.push_back({before->offset, now});
+        if (earlier.size() > kEarlierCommitsKept) earlier.erase(earlier.begin());
+      });
+  for (auto entry = history.committed_earlier.begin(); entry != history.committed_earlier.end();) {
+    std::erase_if(entry->second, [&](const Standing& s) { return s.since < kept_since; });
+    entry = entry->second.empty() || !committed.contains(entry->first)
+                ? history.committed_earlier.erase(entry)
+                : std::next(entry);
+  }
+}
+
+EarlierCommit KafkaHistory::CommittedEarlier(const std::string& group,
+                                             const kafka::TopicPartition& tp, std::int64_t offset,
+                                             double kept_for, double now) const {
+  const auto history = groups_.find(group);
+  if (history == groups_.end()) return EarlierCommit::kNo;
+  const auto earlier = history->second.committed_earlier.find(tp);
+  if (earlier == history->second.committed_earlier.end()) return EarlierCommit::kNo;
+  const double kept_since = now - kept_for;
+  EarlierCommit found = EarlierCommit::kNo;
+  for (const Standing& held : earlier->second) {
+    if (held.since < kept_since) continue;
+    if (held.offset == offset) return EarlierCommit::kHeldExactly;
+    if (held.offset < offset) found = EarlierCommit::kPassedThrough;
+  }
+  return found;
+}
+
+void KafkaHistory::NoteCommit(const std::string& group, double now) {
+  if (auto history = groups_.find(group); history != groups_.end()) {
+    history->second.last_commit = now;
+  }
+}
+
+std::optional<double> KafkaHistory::InputRateOf(const std::set<kafka::TopicPartition>& partitions,
+                                                double window, double now) const {
+  std::optional<double> total;
+  for (const kafka::TopicPartition& tp : partitions) {
+    const auto log_ends = log_ends_.find(tp);
+    if (log_ends == log_ends_.end()) continue;
+    if (const auto rate = InputRate(log_ends->second.history, now, window, window / 4)) {
+      total = total.value_or(0) + *rate;
+    }
+  }
+  return total;
+}
+
+std::optional<double> KafkaHistory::InputRateOf(const GroupLag& lag, bool committed_only) const {
+  std::optional<double> total;
+  for (const TopicLag& topic : lag.topics) {
+    TopicCursor log_ends_of(log_ends_, topic.topic);
+    for (const PartitionLag& partition : topic.partitions) {
+      if (committed_only && !partition.committed) continue;
+      const PartitionLogEnds* log_ends = log_ends_of.Find(partition.partition);
+      if (log_ends == nullptr || !log_ends->input_rate) continue;
+      total = total.value_or(0) + *log_ends->input_rate;
+    }
+  }
+  return total;
+}
+
+const GroupHistory* KafkaHistory::Group(const std::string& group) const {
+  const auto found = groups_.find(group);
+  return found != groups_.end() ? &found->second : nullptr;
+}
+
+}  // namespace lagsight::analysis
