@@ -19,6 +19,48 @@ constexpr double kStaleGapsWithFailures = 2;
 // commits) is stalled only after this many windows without a commit.
 constexpr double kStalledWindowsWithoutPeriod = 3;
 
+// checkpoints_failing and commits_failing: what stops the job's commits.
+void AddCheckpointAndCommitEvidence(Evidence& e, const PairFacts& f,
+                                    const config::DiagnosisConfig& config) {
+  if (f.checkpointing) {
+    const double gap = f.expected_checkpoint_gap_seconds;
+    const double age = f.checkpoint_age_seconds;
+    // A checkpoint under way without failures is slow, not failing: under backpressure barriers
+    // queue behind buffered records, and that is the backlog's doing.
+    const bool slow_not_failing = !f.checkpoint_failures_in_window && f.checkpoint_in_progress;
+    if ((age > config.checkpoint_stale_gaps * gap + kCheckpointReportSlackSeconds &&
+         !slow_not_failing) ||
+        (f.checkpoint_failures_in_window &&
+         age > kStaleGapsWithFailures * gap + kCheckpointReportSlackSeconds)) {
+      e.Add(Cause::kCheckpointsFailing);
+    }
+  }
+  const double attempts = f.commits_failed_in_window + f.commits_succeeded_in_window;
+  if (f.commits_failed_in_window > 0 &&
+      f.commits_failed_in_window / attempts > config.commit_failure_ratio &&
+      f.checkpoints_completed_in_window) {
+    e.Add(Cause::kCommitsFailing);
+  }
+}
+
+// The rule of offsets_missing, before the grace period is applied.
+bool OffsetsMissing(const PairFacts& f) {
+  using Mode = config::CommitModeRule::Mode;
+  const bool stated_checkpoint = f.stated_commit_mode == Mode::kCheckpoint;
+  // The Kafka client commits on its own: Flink's side holds no evidence either way (no counters,
+  // no committedOffset to match a group by), so only a known group without offsets says more.
+  const bool client_commits = f.stated_commit_mode == Mode::kAuto || f.kafka_client_commits;
+  return
+      // Kept elsewhere (a store) or nowhere, by design: nothing is missing from Kafka.
+      f.stated_commit_mode != Mode::kExternal && f.stated_commit_mode != Mode::kNone &&
+      ((f.group_known && !f.group_has_offsets) ||
+       (!client_commits &&
+        // Commits nothing: a fact by design, a problem when a group is expected of the job.
+        ((f.commits_nothing && (f.group_expected || f.group_known || stated_checkpoint)) ||
+         // It should commit (it is not known to commit nothing) yet no group holds its offsets.
+         (!f.group_known && !f.group_candidates && !f.commits_nothing))));
+}
+
 }  // namespace
 
 const char* CauseName(Cause cause) {
@@ -147,42 +189,9 @@ Evidence PairEvidenceFrom(const PairFacts& f, const config::DiagnosisConfig& con
     e.Add(Cause::kSteadyBacklog);
   }
 
-  if (f.checkpointing) {
-    const double gap = f.expected_checkpoint_gap_seconds;
-    const double age = f.checkpoint_age_seconds;
-    // A checkpoint under way without failures is slow, not failing: under backpressure barriers
-    // queue behind buffered records, and that is the backlog's doing.
-    const bool slow_not_failing = !f.checkpoint_failures_in_window && f.checkpoint_in_progress;
-    if ((age > config.checkpoint_stale_gaps * gap + kCheckpointReportSlackSeconds &&
-         !slow_not_failing) ||
-        (f.checkpoint_failures_in_window &&
-         age > kStaleGapsWithFailures * gap + kCheckpointReportSlackSeconds)) {
-      e.Add(Cause::kCheckpointsFailing);
-    }
-  }
-  const double attempts = f.commits_failed_in_window + f.commits_succeeded_in_window;
-  if (f.commits_failed_in_window > 0 &&
-      f.commits_failed_in_window / attempts > config.commit_failure_ratio &&
-      f.checkpoints_completed_in_window) {
-    e.Add(Cause::kCommitsFailing);
-  }
-
+  AddCheckpointAndCommitEvidence(e, f, config);
   const bool grace_over = f.job_age_seconds >= f.grace_seconds;
-  using Mode = config::CommitModeRule::Mode;
-  const bool stated_checkpoint = f.stated_commit_mode == Mode::kCheckpoint;
-  // The Kafka client commits on its own: Flink's side holds no evidence either way (no counters,
-  // no committedOffset to match a group by), so only a known group without offsets says more.
-  const bool client_commits = f.stated_commit_mode == Mode::kAuto || f.kafka_client_commits;
-  const bool offsets_missing =
-      // Kept elsewhere (a store) or nowhere, by design: nothing is missing from Kafka.
-      f.stated_commit_mode != Mode::kExternal && f.stated_commit_mode != Mode::kNone &&
-      ((f.group_known && !f.group_has_offsets) ||
-       (!client_commits &&
-        // Commits nothing: a fact by design, a problem when a group is expected of the job.
-        ((f.commits_nothing && (f.group_expected || f.group_known || stated_checkpoint)) ||
-         // It should commit (it is not known to commit nothing) yet no group holds its offsets.
-         (!f.group_known && !f.group_candidates && !f.commits_nothing))));
-  if (grace_over && offsets_missing) e.Add(Cause::kOffsetsMissing);
+  if (grace_over && OffsetsMissing(f)) e.Add(Cause::kOffsetsMissing);
 
   if (f.moved_back == MovedBack::kRestore && lag_matters) {
     e.Add(Cause::kRestoredFromOldPosition);
