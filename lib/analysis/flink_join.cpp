@@ -187,6 +187,58 @@ std::string ChooseCluster(const flink::SourceReader& source,
   return matched;
 }
 
+// The first mapping for the job and this source: two sources of one job may read two
+// clusters, or commit to two groups.
+const config::FlinkGroupMapping* MappingOf(const config::FlinkClusterConfig& flink_config,
+                                           const flink::FlinkJob& job, const std::string& source) {
+  for (const auto& candidate : flink_config.groups) {
+    if (candidate.job.FullMatch(job.overview.name) &&
+        (!candidate.source || candidate.source->FullMatch(source))) {
+      return &candidate;
+    }
+  }
+  return nullptr;
+}
+
+// The source's partitions and topics with their Flink-side lag and checkpoint gap against
+// `snapshot` (null: the Kafka cluster is unknown or down), and the partitions nobody reads.
+void JoinPartitions(const Resolved& resolved, const kafka::KafkaSnapshot* snapshot,
+                    bool read_committed, FlinkSourceJoin& join) {
+  std::map<std::string, FlinkTopicJoin> topics;
+  for (const auto& [tp, offsets] : resolved) {
+    FlinkPartitionJoin partition;
+    partition.topic = tp.topic;
+    partition.partition = tp.partition;
+    partition.current = offsets.current;
+    partition.committed = offsets.committed;
+    if (snapshot != nullptr) {
+      const auto log = snapshot->partitions.find(tp);
+      if (log != snapshot->partitions.end()) partition.log_end = log->second.log_end;
+    }
+    // The next record the job will read: after the last one read, else where it committed.
+    std::optional<std::int64_t> position;
+    if (offsets.current)
+      position = *offsets.current + 1;
+    else if (offsets.committed)
+      position = offsets.committed;
+    if (position && partition.log_end) {
+      const kafka::PartitionOffsets& log = snapshot->partitions.at(tp);
+      partition.flink_lag = kafka::UnreadRecords(
+          *snapshot, tp, *position, *kafka::ReadableEnd(log, read_committed), read_committed);
+    }
+    if (position && offsets.committed) partition.checkpoint_gap = *position - *offsets.committed;
+    FlinkTopicJoin& topic = topics[tp.topic];
+    topic.topic = tp.topic;
+    topic.flink_lag_sum += partition.flink_lag.value_or(0);
+    topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
+    join.partitions.push_back(std::move(partition));
+  }
+  for (auto& [name, topic] : topics) {
+    if (snapshot != nullptr) AddUnreadPartitions(*snapshot, resolved, topic, join.unread);
+    join.topics.push_back(std::move(topic));
+  }
+}
+
 }  // namespace
 
 std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
@@ -209,16 +261,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
       join.read_committed = job.read_committed;
       join.source = labels[index];
       CountIdleSubtasks(job, source, join);
-      // The first mapping for the job and this source: two sources of one job may read two
-      // clusters, or commit to two groups.
-      const config::FlinkGroupMapping* mapping = nullptr;
-      for (const auto& candidate : flink_config.groups) {
-        if (candidate.job.FullMatch(job.overview.name) &&
-            (!candidate.source || candidate.source->FullMatch(join.source))) {
-          mapping = &candidate;
-          break;
-        }
-      }
+      const config::FlinkGroupMapping* mapping = MappingOf(flink_config, job, join.source);
 
       // Which Kafka cluster: the mapping's, the Flink cluster's, else the one the source's
       // topics and offsets point to (see ChooseCluster).
@@ -252,41 +295,7 @@ std::vector<FlinkSourceJoin> JoinFlinkWithKafka(
         }
       }
 
-      std::map<std::string, FlinkTopicJoin> topics;
-      for (const auto& [tp, offsets] : resolved) {
-        FlinkPartitionJoin partition;
-        partition.topic = tp.topic;
-        partition.partition = tp.partition;
-        partition.current = offsets.current;
-        partition.committed = offsets.committed;
-        if (snapshot != nullptr) {
-          const auto log = snapshot->partitions.find(tp);
-          if (log != snapshot->partitions.end()) partition.log_end = log->second.log_end;
-        }
-        // The next record the job will read: after the last one read, else where it committed.
-        std::optional<std::int64_t> position;
-        if (offsets.current)
-          position = *offsets.current + 1;
-        else if (offsets.committed)
-          position = offsets.committed;
-        if (position && partition.log_end) {
-          const kafka::PartitionOffsets& log = snapshot->partitions.at(tp);
-          partition.flink_lag = kafka::UnreadRecords(*snapshot, tp, *position,
-                                                     *kafka::ReadableEnd(log, job.read_committed),
-                                                     job.read_committed);
-        }
-        if (position && offsets.committed)
-          partition.checkpoint_gap = *position - *offsets.committed;
-        FlinkTopicJoin& topic = topics[tp.topic];
-        topic.topic = tp.topic;
-        topic.flink_lag_sum += partition.flink_lag.value_or(0);
-        topic.checkpoint_gap_sum += partition.checkpoint_gap.value_or(0);
-        join.partitions.push_back(std::move(partition));
-      }
-      for (auto& [name, topic] : topics) {
-        if (snapshot != nullptr) AddUnreadPartitions(*snapshot, resolved, topic, join.unread);
-        join.topics.push_back(std::move(topic));
-      }
+      JoinPartitions(resolved, snapshot, job.read_committed, join);
       joins.push_back(std::move(join));
     }
   }
