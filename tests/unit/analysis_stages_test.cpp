@@ -1,0 +1,62 @@
+// The analysis's stages on their own, without the Analyzer around them: the stall guard, and
+// the Kafka history's memory of a group's earlier commits (what matches a Flink job whose
+// committedOffset is a refresh late).
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/kafka_history.h"
+#include "analysis/stall_guard.h"
+
+using lagsight::analysis::EarlierCommit;
+using lagsight::analysis::EarlierCommitsPolicy;
+using lagsight::analysis::KafkaHistory;
+using lagsight::analysis::StallGuard;
+
+namespace {
+
+lagsight::kafka::KafkaSnapshot SnapshotWithOffset(std::int64_t committed, int members) {
+  lagsight::kafka::KafkaSnapshot snapshot;
+  snapshot.topic_partitions["orders"] = 1;
+  snapshot.partitions[{"orders", 0}] = {0, 1000};
+  lagsight::kafka::ConsumerGroup group;
+  group.id = "orders-group";
+  group.members = members;
+  group.committed[{"orders", 0}] = committed;
+  snapshot.groups.push_back(std::move(group));
+  return snapshot;
+}
+
+}  // namespace
+
+TEST_CASE("stall guard: a gap of many usual gaps holds new causes back for a while", "[analysis]") {
+  StallGuard guard;
+  for (double now = 1000; now <= 1100; now += 10) guard.NoteObservation('k', "prod", now, 10);
+  CHECK(guard.Settled(1100));
+  // 60 s after the last observation, with a usual gap of 10 s: lagsight stood still.
+  guard.NoteObservation('k', "prod", 1160, 10);
+  CHECK_FALSE(guard.Settled(1160));
+  // Until two usual gaps (or a metric refresh, if longer) and the slack have passed.
+  CHECK_FALSE(guard.Settled(1160 + 20 + 5 - 1));
+  CHECK(guard.Settled(1160 + 20 + 5));
+}
+
+TEST_CASE("kafka history: a group's superseded offsets are kept for a while, then forgotten",
+          "[analysis]") {
+  KafkaHistory history;
+  const EarlierCommitsPolicy policy{30, [](const std::string&) { return false; }};
+  const std::vector<lagsight::analysis::GroupLag> no_lags;
+  history.Record(SnapshotWithOffset(100, 0), no_lags, {}, policy, 300, 1000);
+  history.Record(SnapshotWithOffset(200, 0), no_lags, {}, policy, 300, 1010);
+  const lagsight::kafka::TopicPartition tp{"orders", 0};
+  CHECK(history.CommittedEarlier("orders-group", tp, 100, 30, 1010) == EarlierCommit::kHeldExactly);
+  CHECK(history.CommittedEarlier("orders-group", tp, 150, 30, 1010) ==
+        EarlierCommit::kPassedThrough);
+  CHECK(history.CommittedEarlier("orders-group", tp, 50, 30, 1010) == EarlierCommit::kNo);
+  CHECK(history.CommittedEarlier("orders-group", tp, 100, 30, 1041) == EarlierCommit::kNo);
+  // A group with members on a topic no Flink job reads is a plain consumer: nothing is kept.
+  KafkaHistory consumer;
+  consumer.Record(SnapshotWithOffset(100, 1), no_lags, {}, policy, 300, 1000);
+  consumer.Record(SnapshotWithOffset(200, 1), no_lags, {}, policy, 300, 1010);
+  CHECK(consumer.CommittedEarlier("orders-group", tp, 100, 30, 1010) == EarlierCommit::kNo);
+}
