@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "analysis/analysis_time.h"
+
 namespace lagsight::analysis {
 namespace {
-
-double Seconds(std::chrono::milliseconds duration) {
-  return std::chrono::duration<double>(duration).count();
-}
 
 // A Flink poll reports a checkpoint up to one poll late; this much age is never held against it.
 constexpr double kCheckpointReportSlackSeconds = 5;
