@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "analysis/analysis_time.h"
 #include "analysis/history.h"
 
 namespace lagsight::analysis {
@@ -16,16 +17,17 @@ namespace {
 // A job position (currentOffset + 1) or committedOffset above the partition's log end is
 // impossible on the cluster lagsight polls: the job, or its committer, talks to another
 // cluster (a bootstrap list naming two), or the topic was recreated or truncated under it.
-// Judged only against log ends read after Flink served the values (`judgeable`: the Kafka poll
-// began after the Flink snapshot arrived), since records written meanwhile are no anomaly;
-// between such polls the last judgement stands.
+// Judged by BeyondLogEnd (analysis_time.h): beyond only against a log end read after Flink
+// served the values (the Kafka poll began after the Flink snapshot arrived), since records
+// written meanwhile are no anomaly; while that is unknown the last judgement stands.
 void JudgeBeyondLogEnd(const std::string& source, FlinkPartitionJoin& partition,
-                       std::int64_t log_end, bool judgeable, JobHistory& job) {
+                       std::int64_t log_end, double served_until, double log_end_read_from,
+                       JobHistory& job) {
   const auto key = std::make_tuple(source, partition.topic, partition.partition);
-  if (judgeable) {
-    std::int64_t furthest = partition.committed.value_or(0);
-    if (partition.current) furthest = std::max(furthest, *partition.current + 1);
-    job.beyond_log_end[key] = std::max<std::int64_t>(0, furthest - log_end);
+  std::int64_t furthest = partition.committed.value_or(0);
+  if (partition.current) furthest = std::max(furthest, *partition.current + 1);
+  if (const auto beyond = BeyondLogEnd(furthest, served_until, log_end, log_end_read_from)) {
+    job.beyond_log_end[key] = *beyond ? furthest - log_end : 0;
   }
   if (const auto judged = job.beyond_log_end.find(key);
       judged != job.beyond_log_end.end() && judged->second > 0) {
@@ -92,8 +94,8 @@ void AlignFlinkLag(FlinkSourceJoin& join, JobHistory& job, const FlinkPollTiming
     const LogEndHistory* history =
         log_ends != cluster.log_ends().end() ? &log_ends->second.history : nullptr;
     if (history != nullptr && !history->empty()) {
-      JudgeBeyondLogEnd(join.source, partition, history->back().log_end,
-                        cluster.requested_at() >= timing.polled_at, job);
+      JudgeBeyondLogEnd(join.source, partition, history->back().log_end, timing.polled_at,
+                        cluster.requested_at(), job);
     }
     if (partition.current && history != nullptr) {
       double taken = refreshed;

@@ -33,9 +33,7 @@ std::optional<std::pair<std::int64_t, double>> StoredBefore(
     const std::vector<const stores::StoreSnapshot*>& earlier, const stores::StoredJob& job,
     const kafka::TopicPartition& tp, double log_end_read_from) {
   for (const stores::StoreSnapshot* reading : earlier) {
-    if (reading == nullptr || reading->read_until <= 0 || reading->read_until > log_end_read_from) {
-      continue;
-    }
+    if (reading == nullptr || !ReadBefore(reading->read_until, log_end_read_from)) continue;
     for (const stores::StoredJob& then : reading->jobs) {
       if (then.job_id != job.job_id || then.flink_cluster != job.flink_cluster) continue;
       if (const auto offset = then.offsets.find(tp); offset != then.offsets.end()) {
@@ -48,15 +46,6 @@ std::optional<std::pair<std::int64_t, double>> StoredBefore(
 }
 
 }  // namespace
-
-std::optional<bool> BeyondLogEnd(std::int64_t stored, double stored_read_until,
-                                 std::int64_t log_end, double log_end_read_from) {
-  if (stored <= log_end) return false;
-  // A log end only grows (a recreated topic aside): read after the entry, it is at least what
-  // the log held when the entry was written.
-  if (stored_read_until > 0 && log_end_read_from >= stored_read_until) return true;
-  return std::nullopt;
-}
 
 std::vector<StoredJobPositions> JoinStoredPositions(
     const stores::StoreSnapshot& store, const std::vector<const stores::StoreSnapshot*>& earlier,

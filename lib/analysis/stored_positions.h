@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis_time.h"
 #include "analysis/analyzer.h"
 #include "stores/snapshot.h"
 
@@ -61,11 +62,5 @@ struct StoredJobPositions {
 std::vector<StoredJobPositions> JoinStoredPositions(
     const stores::StoreSnapshot& store, const std::vector<const stores::StoreSnapshot*>& earlier,
     const SourcesView& sources);
-
-// Whether `stored`, read until `stored_read_until`, lies beyond `log_end`, whose Kafka poll
-// began at `log_end_read_from` (unix seconds, 0: unknown): no when it does not exceed it, yes
-// when it does and the log end was read after it, none (unknown) otherwise.
-std::optional<bool> BeyondLogEnd(std::int64_t stored, double stored_read_until,
-                                 std::int64_t log_end, double log_end_read_from);
 
 }  // namespace lagsight::analysis
