@@ -45,6 +45,53 @@ std::optional<std::pair<std::int64_t, double>> StoredBefore(
   return std::nullopt;
 }
 
+// The positions the job's Flink snapshot reports (currentOffset + 1), by escaped topic; sets
+// `preferred_cluster` to the Flink cluster's own Kafka cluster, if configured.
+std::map<flink::MetricTopicPartition, std::int64_t> JobPositions(const SourcesView& sources,
+                                                                 const stores::StoredJob& stored,
+                                                                 std::string& preferred_cluster) {
+  std::map<flink::MetricTopicPartition, std::int64_t> positions;
+  if (const auto flink = sources.flink.find(stored.flink_cluster); flink != sources.flink.end()) {
+    if (flink->second.config) preferred_cluster = flink->second.config->kafka_cluster;
+    if (flink->second.snapshot) {
+      for (const flink::FlinkJob& running : flink->second.snapshot->jobs) {
+        if (running.overview.id != stored.job_id) continue;
+        for (const flink::SourceReader& reader : running.sources) {
+          for (const auto& [tp, offsets] : reader.partitions) {
+            if (offsets.current && *offsets.current >= 0 &&
+                *offsets.current < std::numeric_limits<std::int64_t>::max()) {
+              positions[tp] = *offsets.current + 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  return positions;
+}
+
+// The entry's lag and whether it lies beyond the log end, from `kafka`'s log end: judged on the
+// entry now when the log end was read after it, else on the newest earlier reading that was.
+void AgainstTheLog(StoredPartition& partition, const kafka::KafkaSnapshot& kafka,
+                   const stores::StoreSnapshot& store,
+                   const std::vector<const stores::StoreSnapshot*>& earlier,
+                   const stores::StoredJob& stored) {
+  const kafka::TopicPartition tp{partition.topic, partition.partition};
+  const auto log = kafka.partitions.find(tp);
+  if (log == kafka.partitions.end() || !log->second.log_end) return;
+  const std::int64_t log_end = *log->second.log_end;
+  partition.lag = std::max<std::int64_t>(0, log_end - partition.stored);
+  partition.beyond_log_end =
+      BeyondLogEnd(partition.stored, store.read_until, log_end, kafka.requested_at);
+  if (partition.beyond_log_end) return;
+  if (const auto before = StoredBefore(earlier, stored, tp, kafka.requested_at)) {
+    // Beyond then is beyond now; within it then says nothing of the entry now.
+    if (BeyondLogEnd(before->first, before->second, log_end, kafka.requested_at) == true) {
+      partition.beyond_log_end = true;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<StoredJobPositions> JoinStoredPositions(
@@ -59,46 +106,15 @@ std::vector<StoredJobPositions> JoinStoredPositions(
                            {},
                            {}};
     // The job's own positions now (next offset = currentOffset + 1), by escaped topic.
-    std::map<flink::MetricTopicPartition, std::int64_t> positions;
     std::string preferred_cluster;
-    if (const auto flink = sources.flink.find(stored.flink_cluster); flink != sources.flink.end()) {
-      if (flink->second.config) preferred_cluster = flink->second.config->kafka_cluster;
-      if (flink->second.snapshot) {
-        for (const flink::FlinkJob& running : flink->second.snapshot->jobs) {
-          if (running.overview.id != stored.job_id) continue;
-          for (const flink::SourceReader& reader : running.sources) {
-            for (const auto& [tp, offsets] : reader.partitions) {
-              if (offsets.current && *offsets.current >= 0 &&
-                  *offsets.current < std::numeric_limits<std::int64_t>::max()) {
-                positions[tp] = *offsets.current + 1;
-              }
-            }
-          }
-        }
-      }
-    }
+    const auto positions = JobPositions(sources, stored, preferred_cluster);
     std::map<std::string, std::set<std::int32_t>> stored_by_topic;
     for (const std::string& topic : stored.topics) stored_by_topic[topic];
     for (const auto& [tp, offset] : stored.offsets) {
       stored_by_topic[tp.topic].insert(tp.partition);
       StoredPartition partition{tp.topic, tp.partition, offset, {}, {}, std::nullopt};
       if (const kafka::KafkaSnapshot* kafka = KafkaFor(tp.topic, sources, preferred_cluster)) {
-        const auto log = kafka->partitions.find(tp);
-        if (log != kafka->partitions.end() && log->second.log_end) {
-          const std::int64_t log_end = *log->second.log_end;
-          partition.lag = std::max<std::int64_t>(0, log_end - offset);
-          partition.beyond_log_end =
-              BeyondLogEnd(offset, store.read_until, log_end, kafka->requested_at);
-          if (!partition.beyond_log_end) {
-            if (const auto before = StoredBefore(earlier, stored, tp, kafka->requested_at)) {
-              // Beyond then is beyond now; within it then says nothing of the entry now.
-              if (BeyondLogEnd(before->first, before->second, log_end, kafka->requested_at) ==
-                  true) {
-                partition.beyond_log_end = true;
-              }
-            }
-          }
-        }
+        AgainstTheLog(partition, *kafka, store, earlier, stored);
       }
       const auto position = positions.find({flink::MetricTopicName(tp.topic), tp.partition});
       if (position != positions.end()) partition.drift = position->second - offset;

@@ -3,7 +3,8 @@
 // A line longer than the reader's limit is refused with an error naming its line number, before
 // it is held whole; a gzip-compressed file is read as the text it holds. A line that is not a
 // valid event is an error naming its line number and what is wrong. Garbage, a truncated last
-// line or a binary file give errors, never a crash. An empty line is skipped. Not thread-safe; one reader per file.
+// line or a binary file give errors, never a crash. An empty line is skipped. Not thread-safe;
+// one reader per file.
 #pragma once
 
 #include <zlib.h>
