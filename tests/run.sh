@@ -18,8 +18,8 @@ echo "== unit tests"
 (cd build && ctest --output-on-failure)
 [ "${1:-}" != --unit ] || exit 0
 
-echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations)"
-# 15 s per target: five targets make ~75 s of fuzzing plus a ~45 s clang build on CI's 2 cores,
+echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations, trace lines)"
+# 15 s per target: six targets make ~90 s of fuzzing plus a ~45 s clang build on CI's 2 cores,
 # enough to replay every seed and catch a regression in the inputs they cover; the long runs
 # (millions of executions, README "Fuzzing") are done by hand with a larger argument.
 tests/fuzz/run.sh 15

@@ -35,6 +35,7 @@ targets=(
   "web_config 4096 tests/unit/testdata/web_config/good tests/unit/testdata/web_config/bad"
   "listen_address 256 tests/fuzz/corpus/listen_address"
   "duration 64 tests/fuzz/corpus/duration"
+  "trace 65536 tests/fuzz/corpus/trace"
 )
 mkdir -p "$build/artifacts"
 failed=()
