@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "analysis/analyzer.h"
 #include "analysis/association.h"
+#include "analysis/findings.h"
 #include "analysis/job_history.h"
 #include "analysis/kafka_history.h"
 #include "config/config.h"

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "analysis/kafka_history.h"
 #include "analysis/kafka_lag.h"
 #include "config/config.h"

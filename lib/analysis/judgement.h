@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyzer.h"
 #include "analysis/diagnosis.h"
+#include "analysis/findings.h"
 #include "analysis/flink_findings.h"
 #include "analysis/job_history.h"
 #include "analysis/kafka_history.h"

@@ -16,8 +16,8 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/analyzer.h"
 #include "analysis/diagnosis.h"
+#include "analysis/findings.h"
 #include "analysis/flink_join.h"
 #include "analysis/job_history.h"
 #include "analysis/kafka_history.h"

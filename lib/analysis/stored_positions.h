@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "analysis/analysis_time.h"
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "stores/snapshot.h"
 
 namespace lagsight::analysis {

@@ -5,7 +5,7 @@
 // and therefore no series here (its *_up says why).
 #pragma once
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "metrics/exposition.h"
 
 namespace lagsight::metrics {

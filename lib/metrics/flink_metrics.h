@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "flink/snapshot.h"
 #include "metrics/exposition.h"
 #include "metrics/kafka_metrics.h"

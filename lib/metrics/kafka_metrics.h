@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "analysis/kafka_poll.h"
 #include "config/config.h"
 #include "kafka/snapshot.h"

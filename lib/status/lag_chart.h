@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 
 namespace lagsight::status {
 

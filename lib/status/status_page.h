@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/analyzer.h"
 #include "analysis/diagnosis.h"
+#include "analysis/findings.h"
 #include "common/gzip_stream.h"
 #include "status/severity.h"  // Severity, SeverityOf: how loudly the page shows each cause
 

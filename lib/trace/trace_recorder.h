@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-#include "analysis/analyzer.h"
+#include "analysis/findings.h"
 #include "common/result.h"
 
 namespace lagsight::trace {
