@@ -65,9 +65,10 @@ STALE_ALERT_FOR_SECONDS = 120        # its `for:` in the rules file (checked bel
 # The stale alert needs lagsight's diagnosis checkpoints_failing: the newest completed checkpoint
 # older than 3 expected gaps + 5 s (the healthy job, every 4 s: 17 s, which a loaded machine does
 # not produce by accident), or 2 gaps + 5 s with failures in the window (the failing job, every
-# 2 s: 9 s after the failures start, then 2 polls to confirm).
+# 3 s: 11 s after the failures start, then 2 polls to confirm). Both intervals are at least two
+# of lagsight's 1 s polls (with room for a late poll), so their sawtooth period can be measured.
 HEALTHY_CHECKPOINT_MS = 4000
-FAILING_CHECKPOINT_MS = 2000
+FAILING_CHECKPOINT_MS = 3000
 RATE = 10                            # records per second into each job's topic
 SETUP_TIMEOUT = 180.0                # generous: the machine is shared with builds and tests
 DATA_TIMEOUT = 120.0

@@ -207,7 +207,8 @@ def live(session_broker, lagsight_binary, tmp_path_factory, request) -> Iterator
         commit_without_joining(bootstrap, group_name("beyond"), {(side, 1): 1000})
         commit_without_joining(bootstrap, group_name("rewind"), {(side, 0): 30})
 
-        flink = FlinkJob(FLINK_LINE, [JobSpec(job, [job], group=job, checkpoint_ms=1000)],
+        # Checkpoints every 3 s: a sawtooth period shorter than two 1 s polls cannot be measured.
+        flink = FlinkJob(FLINK_LINE, [JobSpec(job, [job], group=job, checkpoint_ms=3000)],
                          work_dir / "flink", bootstrap=bootstrap, slots=2)
         flink.start()
         (work_dir / "lagsight").mkdir()
