@@ -27,22 +27,42 @@ const kafka::KafkaSnapshot* KafkaFor(const std::string& topic, const SourcesView
   return nullptr;
 }
 
-// The offset `job` held for `tp` in the newest of `earlier` read before `log_end_read_from`,
-// with when that reading ended.
-std::optional<std::pair<std::int64_t, double>> StoredBefore(
-    const std::vector<const stores::StoreSnapshot*>& earlier, const stores::StoredJob& job,
-    const kafka::TopicPartition& tp, double log_end_read_from) {
+// An earlier reading of the store with its jobs by (Flink cluster, job id): looked up for each
+// stored partition. A scan of every job instead would be quadratic in the jobs: at the read
+// budget's 2,000 jobs of 10 partitions and 8 readings, 320 M comparisons a poll (arithmetic).
+struct EarlierReading {
+  double read_until = 0;
+  std::map<std::pair<std::string, std::string>, const stores::StoredJob*> jobs;
+};
+
+std::vector<EarlierReading> IndexReadings(
+    const std::vector<const stores::StoreSnapshot*>& earlier) {
+  std::vector<EarlierReading> readings;
   for (const stores::StoreSnapshot* reading : earlier) {
-    if (reading == nullptr || !ReadBefore(reading->read_until, log_end_read_from)) continue;
-    for (const stores::StoredJob& then : reading->jobs) {
-      if (then.job_id != job.job_id || then.flink_cluster != job.flink_cluster) continue;
-      if (const auto offset = then.offsets.find(tp); offset != then.offsets.end()) {
-        return std::make_pair(offset->second, reading->read_until);
-      }
+    if (reading == nullptr) continue;
+    EarlierReading& indexed = readings.emplace_back();
+    indexed.read_until = reading->read_until;
+    for (const stores::StoredJob& job : reading->jobs) {
+      indexed.jobs.emplace(std::make_pair(job.flink_cluster, job.job_id), &job);
     }
-    return std::nullopt;  // the newest reading before the log end did not hold it
   }
-  return std::nullopt;
+  return readings;
+}
+
+// The offset `job` held for `tp` in the newest of `earlier` (newest first) read before
+// `log_end_read_from`, with when that reading ended.
+std::optional<std::pair<std::int64_t, double>> StoredBefore(
+    const std::vector<EarlierReading>& earlier, const stores::StoredJob& job,
+    const kafka::TopicPartition& tp, double log_end_read_from) {
+  for (const EarlierReading& reading : earlier) {
+    if (!ReadBefore(reading.read_until, log_end_read_from)) continue;
+    const auto then = reading.jobs.find({job.flink_cluster, job.job_id});
+    if (then == reading.jobs.end()) return std::nullopt;
+    const auto offset = then->second->offsets.find(tp);
+    if (offset == then->second->offsets.end()) return std::nullopt;
+    return std::make_pair(offset->second, reading.read_until);
+  }
+  return std::nullopt;  // no reading was taken before the log end
 }
 
 // The positions the job's Flink snapshot reports (currentOffset + 1), by escaped topic; sets
@@ -73,8 +93,7 @@ std::map<flink::MetricTopicPartition, std::int64_t> JobPositions(const SourcesVi
 // The entry's lag and whether it lies beyond the log end, from `kafka`'s log end: judged on the
 // entry now when the log end was read after it, else on the newest earlier reading that was.
 void AgainstTheLog(StoredPartition& partition, const kafka::KafkaSnapshot& kafka,
-                   const stores::StoreSnapshot& store,
-                   const std::vector<const stores::StoreSnapshot*>& earlier,
+                   const stores::StoreSnapshot& store, const std::vector<EarlierReading>& earlier,
                    const stores::StoredJob& stored) {
   const kafka::TopicPartition tp{partition.topic, partition.partition};
   const auto log = kafka.partitions.find(tp);
@@ -98,6 +117,7 @@ std::vector<StoredJobPositions> JoinStoredPositions(
     const stores::StoreSnapshot& store, const std::vector<const stores::StoreSnapshot*>& earlier,
     const SourcesView& sources) {
   std::vector<StoredJobPositions> out;
+  const std::vector<EarlierReading> readings = IndexReadings(earlier);
   for (const stores::StoredJob& stored : store.jobs) {
     StoredJobPositions job{stored.flink_cluster,
                            stored.job_id,
@@ -114,7 +134,7 @@ std::vector<StoredJobPositions> JoinStoredPositions(
       stored_by_topic[tp.topic].insert(tp.partition);
       StoredPartition partition{tp.topic, tp.partition, offset, {}, {}, std::nullopt};
       if (const kafka::KafkaSnapshot* kafka = KafkaFor(tp.topic, sources, preferred_cluster)) {
-        AgainstTheLog(partition, *kafka, store, earlier, stored);
+        AgainstTheLog(partition, *kafka, store, readings, stored);
       }
       const auto position = positions.find({flink::MetricTopicName(tp.topic), tp.partition});
       if (position != positions.end()) partition.drift = position->second - offset;
