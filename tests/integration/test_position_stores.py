@@ -44,6 +44,14 @@ def job_next_offsets(flink: FlinkJob, jid: str) -> dict[int, int]:
     return out
 
 
+def redis_writing_job(job: str, topic: str, redis: RedisServer) -> JobSpec:
+    """A job without group that writes each partition's next offset to Redis after processing
+    (every 300 ms, at flink:offsets:<topic>), as jobs with an external offset store do."""
+    return JobSpec(name=job, topics=[topic], group=None, start="earliest", checkpoint_ms=1000,
+                   extra={"redis": redis.address, "redis-key": "flink:offsets:{topic}",
+                          "redis-every-ms": "300"})
+
+
 def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_binary, tmp_path,
                                                      request):
     bootstrap = session_broker.bootstrap
@@ -58,9 +66,7 @@ def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_b
     redis.cli("ACL", "SETUSER", "lagsight", "on", ">reader-pw", "~flink:*", "+ping", "+hlen",
               "+hgetall")
     # No group: the job commits nothing to Kafka, its position lives in Redis (and Flink).
-    spec = JobSpec(name=job, topics=[topic], group=None, start="earliest", checkpoint_ms=1000,
-                   extra={"redis": redis.address, "redis-key": "flink:offsets:{topic}",
-                          "redis-every-ms": "300"})
+    spec = redis_writing_job(job, topic, redis)
     lagsight: LagsightProcess | None = None
     try:
         with FlinkJob("2.x", [spec], tmp_path / "flink", bootstrap=bootstrap) as flink:
@@ -166,9 +172,7 @@ def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_b
     producer = SteadyProducer(bootstrap, topic, 2, 100)
     redis = RedisServer(tmp_path / "redis").start()
     _register_log_for_failures(request, "redis log", redis.log_file)
-    spec = JobSpec(name=job, topics=[topic], group=None, start="earliest", checkpoint_ms=1000,
-                   extra={"redis": redis.address, "redis-key": "flink:offsets:{topic}",
-                          "redis-every-ms": "300"})
+    spec = redis_writing_job(job, topic, redis)
     lagsight: LagsightProcess | None = None
     try:
         with FlinkJob("2.x", [spec], tmp_path / "flink", bootstrap=bootstrap) as flink:
