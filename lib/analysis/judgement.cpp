@@ -285,11 +285,7 @@ class Judgement::Round {
     }
   }
 
-  PairState& Pair(const PairKey& key) {
-    auto [found, inserted] = pairs_.try_emplace(key);
-    if (inserted) found->second.first_seen = now_;
-    return found->second;
-  }
+  PairState& Pair(const PairKey& key) { return pairs_.try_emplace(key).first->second; }
 
   // A job's Flink cluster; every job's is known (jobs are recorded with their cluster, and
   // forgotten with it), so the empty one is only a safeguard.

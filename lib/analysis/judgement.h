@@ -30,7 +30,6 @@ struct PairState {
   PairHistory history;  // what its evidence remembers
   Verdict verdict;
   std::optional<DiagnosisFinding> last;  // held through source blips
-  double first_seen = 0;
 };
 
 class Judgement {
