@@ -34,7 +34,7 @@ struct FlinkPartitionJoin {
   std::optional<std::int64_t> flink_lag;
   std::optional<std::int64_t> checkpoint_gap;
   // Age of the job's next record (at currentOffset + 1) as of when Flink took the position; set
-  // by the analyzer, which holds the log-end history (see Analyzer, AlignFlinkLag).
+  // by AlignFlinkLag (flink_alignment.h), against the log-end history of that moment.
   std::optional<LagSeconds> lag_seconds;
   // By how much the job's position (currentOffset + 1), or its committedOffset, lies beyond the
   // log end of the cluster lagsight polls: impossible there, so the job reads (or commits to)
