@@ -133,7 +133,8 @@ class Judgement::Round {
     }
   }
 
-  // Jobs without joins here: not running, missing, stopping, or their Flink cluster is down.
+  // Jobs without joins here: not running, missing, stopping, deploying, or their Flink cluster
+  // is down.
   void JudgeJobsWithoutJoins() {
     for (const auto& [job_id, job] : jobs_) {
       if (jobs_with_inputs_.contains(job_id)) continue;
@@ -146,9 +147,53 @@ class Judgement::Round {
       for (const auto& [key, state] : pairs_) {
         if (std::get<0>(key) == cluster_name_ && std::get<2>(key) == job_id) keys.insert(key);
       }
+      if (keys.empty()) keys = HandOverToSuccessor(job_id, job);
       const FlinkCluster& flink_state = FlinkOf(job.flink_cluster);
       for (const PairKey& key : keys) JudgeWithoutJoins(key, job, flink_state);
     }
+  }
+
+  // A job redeployed or upgraded under the same name whose reader reports no partitions yet
+  // (deploying, restoring) has no joins: nothing tied it to its group, which was judged
+  // Kafka-only meanwhile, so the job's diagnosis series was gone for as long (8-10 s in every
+  // redeploy, upgrade and rescale of the suite at 1 s polls). Its predecessor's pairs with an
+  // active verdict become its own (the cause, its start, the evidence last seen) and are held
+  // until it reports, for at most job_gone_after, as a missing job's are: after that the group
+  // is judged on its own again. The same assumption as Associations' by-name memory: a job
+  // restarted under the same name commits to the same group.
+  std::set<PairKey> HandOverToSuccessor(const std::string& job_id, const JobHistory& job) {
+    std::set<PairKey> keys;
+    if (job.latest == nullptr || job.missing_since || Stopping(job.state)) return keys;
+    std::vector<std::pair<std::string, const PairState*>> predecessors;
+    for (const auto& [key, before] : pairs_) {
+      const auto& [cluster, group, other_job] = key;
+      if (cluster != cluster_name_ || other_job.empty() || other_job == job_id) continue;
+      if (IsPredecessor(other_job, before, job.name)) predecessors.emplace_back(group, &before);
+    }
+    for (const auto& [group, before] : predecessors) {
+      const PairKey key{cluster_name_, group, job_id};
+      const Verdict verdict = before->verdict;
+      DiagnosisFinding finding = *before->last;
+      finding.job_id = job_id;
+      PairState& pair = Pair(key);
+      pair.verdict = verdict;
+      pair.last = std::move(finding);
+      pair.handed_over_until = now_ + Seconds(config_.job_gone_after);
+      keys.insert(key);
+    }
+    return keys;
+  }
+
+  // Whether the pair `before` of job `other_job` is what a job named `job_name` takes over: its
+  // verdict is active, it was of that name, and its job is gone or handing over (two running
+  // jobs of one name each keep their own verdict).
+  bool IsPredecessor(const std::string& other_job, const PairState& before,
+                     const std::string& job_name) const {
+    if (!before.verdict.active() || !before.last || before.last->job_name != job_name) {
+      return false;
+    }
+    const auto known = jobs_.find(other_job);
+    return known == jobs_.end() || known->second.missing_since || Stopping(known->second.state);
   }
 
   void JudgeWithoutJoins(const PairKey& key, const JobHistory& job,
@@ -166,8 +211,12 @@ class Judgement::Round {
       return;
     }
     const std::optional<PairFacts> facts = NotRunningPairFacts(cluster_, key, job, now_);
-    if (!facts) {
-      Emit(key, pair.last);  // starting for the first time: nothing to judge yet
+    if (!facts) {  // starting for the first time: nothing to judge yet
+      if (pair.handed_over_until > 0) {
+        if (now_ >= pair.handed_over_until) return;  // not kept: the group is judged alone
+        jobs_of_group_[std::get<1>(key)].insert(std::get<2>(key));
+      }
+      Emit(key, pair.last);
       return;
     }
     Emit(key, Decide(key, pair, job.name, PairEvidenceFrom(*facts, config_), PairPrecedence(),
@@ -266,6 +315,7 @@ class Judgement::Round {
   // over), and changes from there as any verdict does. Without it the group had no diagnosis
   // for the two polls a new verdict takes to confirm (14-46 s at the default polls).
   void InheritVerdict(const PairKey& key, const std::string& job_name, PairState& pair) const {
+    pair.handed_over_until = 0;  // it reports now: judged on its own evidence from here
     if (pair.verdict.active()) return;
     const auto& [cluster, group, job_id] = key;
     for (auto other = pairs_.lower_bound({cluster, group, ""});
@@ -274,13 +324,8 @@ class Judgement::Round {
          ++other) {
       const std::string& other_job = std::get<2>(other->first);
       if (other_job.empty() || other_job == job_id) continue;
-      const PairState& before = other->second;
-      if (!before.verdict.active() || !before.last || before.last->job_name != job_name) continue;
-      if (const auto known = jobs_.find(other_job);
-          known != jobs_.end() && !known->second.missing_since && !Stopping(known->second.state)) {
-        continue;  // still running: two jobs of one name, each with its own verdict
-      }
-      pair.verdict = before.verdict;
+      if (!IsPredecessor(other_job, other->second, job_name)) continue;
+      pair.verdict = other->second.verdict;
       return;
     }
   }

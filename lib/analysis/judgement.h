@@ -30,6 +30,9 @@ struct PairState {
   PairHistory history;  // what its evidence remembers
   Verdict verdict;
   std::optional<DiagnosisFinding> last;  // held through source blips
+  // Until when `last`, handed over from a predecessor of the same name, is held while the job
+  // does not report its reader yet (0: nothing handed over).
+  double handed_over_until = 0;
 };
 
 class Judgement {

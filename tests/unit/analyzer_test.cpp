@@ -577,6 +577,46 @@ TEST_CASE("routine: a redeployed job's group has a diagnosis at every poll", "[a
   CHECK(World::CauseOf(*world.Poll(), "enrich", "job-2") == Cause::kHealthy);
 }
 
+// A successor that lists no source or whose reader reports no partitions while it deploys or
+// restores has no joins:
+// nothing tied it to its group, which was judged Kafka-only meanwhile, and the job's pair had no
+// diagnosis (8-10 s in each redeploy of the suite at 1 s polls; recordings in
+// tests/fixtures/traces pin it too). Its predecessor's verdict is held until it reports.
+TEST_CASE("routine: a redeployed job that does not report yet keeps its pair's diagnosis",
+          "[analysis]") {
+  for (const double poll : {1.0, 15.0}) {  // the suite's poll, and lagsight's default
+    CAPTURE(poll);
+    World world = HealthyJob();
+    world.poll_seconds = poll;
+    const auto steady = [&](int s) {
+      SteadyJob(world, s);
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + poll) * 1000);
+    };
+    world.Run(static_cast<int>(180 / poll), "enrich", "job-1", steady);
+    REQUIRE(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+    world.job_id = "job-2";  // cancelled and resubmitted at once under the same name
+    world.job_start = world.now;
+    world.commits_succeeded = 0;
+    world.reader_reports = false;
+    int polls_without = 0;
+    const int deploying = static_cast<int>(30 / poll);
+    for (int poll_number = 0; poll_number < deploying + static_cast<int>(60 / poll);
+         ++poll_number) {
+      // Initializing (no source listed at all), then running with a reader that reports
+      // no partitions yet, then reporting.
+      world.job_state = poll_number < deploying / 2 ? "INITIALIZING" : "RUNNING";
+      world.reader_reports = poll_number >= deploying;
+      steady(poll_number);
+      const auto findings = world.Poll();
+      const auto cause = World::CauseOf(*findings, "enrich", "job-2");
+      polls_without += cause ? 0 : 1;
+      CHECK_FALSE(World::CauseOf(*findings, "enrich", "").has_value());  // not Kafka-only
+      if (cause) CHECK(*cause == Cause::kHealthy);
+    }
+    CHECK(polls_without == 0);
+  }
+}
+
 TEST_CASE("routine: a fresh start from earliest on an existing group is a replay", "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });

@@ -11,7 +11,11 @@
 //   expect CLUSTER/GROUP/JOB CAUSE   the pair shows CAUSE at some poll
 //   never  CLUSTER/GROUP/JOB CAUSE   ... and never CAUSE (a false cause the scenario ruled out)
 //   only   CLUSTER/GROUP/JOB A,B,... it shows no cause but these (no false cause at all)
+//   continuous CLUSTER/GROUP/JOB S   once shown, the pair is never without a diagnosis line for
+//                                    more than S seconds (a job redeployed under its name keeps
+//                                    its pair: the line is by job name)
 // with "-" for a pair without group or job, and `#` comments naming the ground truth.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -76,6 +80,27 @@ std::vector<std::string> CauseTimeline(const fs::path& trace) {
   return timeline;
 }
 
+double SecondsOf(const std::string& line) { return std::stod(line.substr(1, line.find(' '))); }
+
+// The longest time `pair` was without a diagnosis line after it first had one (to the
+// timeline's last change when it never came back).
+double LongestGap(const std::vector<std::string>& timeline, const std::string& pair) {
+  double gone_at = -1;  // when the pair's line went away; -1 while it is shown
+  double longest = 0;
+  for (const std::string& line : timeline) {
+    const auto [shown, cause] = PairAndCause(line.substr(line.find(' ') + 1));
+    if (shown != pair) continue;
+    if (cause == "(none)") {
+      gone_at = SecondsOf(line);
+    } else if (gone_at >= 0) {
+      longest = std::max(longest, SecondsOf(line) - gone_at);
+      gone_at = -1;
+    }
+  }
+  if (gone_at >= 0) longest = std::max(longest, SecondsOf(timeline.back()) - gone_at);
+  return longest;
+}
+
 std::vector<fs::path> Recordings() {
   std::vector<fs::path> folders;
   for (const auto& entry : fs::directory_iterator(LAGSIGHT_TRACE_FIXTURES)) {
@@ -121,7 +146,8 @@ TEST_CASE("recorded scenarios replay to the judgements they were kept with, and 
       std::string kind, pair, cause;
       words >> kind >> pair >> cause;
       CAPTURE(rule);
-      REQUIRE((kind == "expect" || kind == "never" || kind == "only"));
+      REQUIRE((kind == "expect" || kind == "never" || kind == "only" || kind == "continuous"));
+      if (kind == "continuous") CHECK(LongestGap(timeline, pair) <= std::stod(cause));
       ++rules;
       if (kind == "expect") CHECK(causes_of[pair].contains(cause));
       if (kind == "never") CHECK_FALSE(causes_of[pair].contains(cause));
