@@ -13,9 +13,10 @@
 // An entry is beyond the log end only when it exceeds a log end read AFTER the store was:
 // entries are read fresh while the log ends are a Kafka poll old, and a busy job's store holds
 // offsets of records written since (at a 15 s poll that flagged every partition of a healthy
-// job in 29 of 38 scrapes). A store poll therefore judges the newest earlier reading that
-// finished before the current Kafka poll began, and says "unknown" where there is none; an entry
-// written beyond the log end on purpose stays there and is flagged at the next store poll. A topic
+// job in 29 of 38 scrapes). The join (run at every render, with the newest log ends) therefore
+// judges the newest reading that finished before the current Kafka poll began, and says
+// "unknown" where there is none; an entry written beyond the log end on purpose stays there and
+// is flagged by the first Kafka poll that began after a store reading saw it. A topic
 // whose hash was not read has no missing partitions: not read is not absent.
 #pragma once
 

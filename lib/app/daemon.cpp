@@ -121,6 +121,7 @@ class Daemon {
     // group-partitions a reload raised the peak RSS by ~75 MB).
     std::optional<Key> predecessor_of;  // set while a replacement waits for this poll
     bool awaiting_predecessor = false;
+    std::uint64_t schedule = 0;  // which scheduled poll the timer's handler may start
   };
 
   void WaitForSignal() {
@@ -260,6 +261,27 @@ class Daemon {
     });
   }
 
+  // Starts now the next poll of each other source that wants it after what `polled` read (see
+  // Source::WantsEarlyPoll); its schedule continues from there.
+  void StartEarlyPolls(const Running& polled) {
+    std::vector<std::shared_ptr<Running>> early;
+    const analysis::SourcesView view = View();
+    for (const auto& [key, running] : sources_) {
+      if (running.get() == &polled || running->health.polling || running->awaiting_predecessor) {
+        continue;
+      }
+      if (running->source->WantsEarlyPoll(view)) early.push_back(running);
+    }
+    for (const auto& running : early) {
+      spdlog::debug("{} cluster \"{}\": polling early for what {} cluster \"{}\" read",
+                    KindName(running->source->kind()), running->source->name(),
+                    KindName(polled.source->kind()), polled.source->name());
+      ++running->schedule;  // a timer that expired meanwhile does not start a second poll
+      running->timer.cancel();
+      StartPoll(running);
+    }
+  }
+
   void OnPollDone(const std::shared_ptr<Running>& running, const std::optional<std::string>& error,
                   SteadyClock::time_point started) {
     Source& source = *running->source;
@@ -271,12 +293,14 @@ class Daemon {
     if (const auto key = std::exchange(running->predecessor_of, std::nullopt)) {
       const auto replacement = sources_.find(*key);
       if (replacement != sources_.end() && replacement->second->awaiting_predecessor) {
-        replacement->second->timer.cancel();  // its handler sees operation_aborted
+        ++replacement->second->schedule;  // its timer's handler does not start another poll
+        replacement->second->timer.cancel();
         StartPoll(replacement->second);
       }
     }
     const auto current = sources_.find({source.kind(), source.name()});
     if (current == sources_.end() || current->second != running) return;  // removed by a reload
+    if (!error) StartEarlyPolls(*running);
     // The analysis takes 0.1 s at 32,000 group-partitions and 0.5 s at 160,000
     // (tests/bench/analyzer_bench): on the event loop, every scrape and /healthz in that time
     // would wait for it. On the analysis strand, one analysis runs at a time and in the order
@@ -324,9 +348,10 @@ class Daemon {
   void ScheduleNextPoll(const std::shared_ptr<Running>& running, SteadyClock::time_point when) {
     if (stopping_) return;
     running->timer.expires_at(std::max(when, SteadyClock::now()));
-    running->timer.async_wait([this, running](const boost::system::error_code& error) {
-      if (!error) StartPoll(running);
-    });
+    running->timer.async_wait(
+        [this, running, ticket = ++running->schedule](const boost::system::error_code& error) {
+          if (!error && ticket == running->schedule) StartPoll(running);
+        });
   }
 
   // The latest state of every source, shared and immutable.
@@ -349,9 +374,10 @@ class Daemon {
     }
     render_running_ = true;
     std::vector<Source::Render> renders;
+    const analysis::SourcesView view = View();
     for (const auto& [key, running] : sources_) {
       if (!running->health.polled_once) continue;  // nothing known yet: /readyz says so
-      renders.push_back(running->source->Renderer(running->health.status));
+      renders.push_back(running->source->Renderer(running->health.status, view));
     }
     asio::post(workers_,
                [this, renders = std::move(renders), findings = findings_, now = UnixNow(),

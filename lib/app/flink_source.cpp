@@ -81,7 +81,8 @@ std::shared_ptr<const analysis::Findings> FlinkSource::Observe(analysis::Analyze
   return analyzer.ObserveFlink(config_->name, sources, now_unix_seconds);
 }
 
-Source::Render FlinkSource::Renderer(const metrics::PollStatus& status) const {
+Source::Render FlinkSource::Renderer(const metrics::PollStatus& status,
+                                     const analysis::SourcesView&) const {
   return [name = config_->name, status, snapshot = snapshot_](const analysis::Findings& findings,
                                                               double, metrics::FamilyBuilder& out) {
     static const analysis::FlinkFindings kNothingFound;

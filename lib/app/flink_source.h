@@ -29,7 +29,8 @@ class FlinkSource final : public Source, public std::enable_shared_from_this<Fli
   std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer& analyzer,
                                                     const analysis::SourcesView& sources,
                                                     double now_unix_seconds) override;
-  Render Renderer(const metrics::PollStatus& status) const override;
+  Render Renderer(const metrics::PollStatus& status,
+                  const analysis::SourcesView& sources) const override;
   void TakeOver(const Source& previous) override;
 
  private:

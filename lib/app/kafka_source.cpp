@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <limits>
@@ -74,13 +75,31 @@ void KafkaSource::Store(analysis::KafkaPoll poll, double seconds) {
 
 void KafkaSource::AddTo(analysis::SourcesView& view) const { view.kafka[config_.name] = latest_; }
 
+bool KafkaSource::WantsEarlyPoll(const analysis::SourcesView& sources) {
+  if (!latest_.snapshot) return false;  // down, or not polled yet: its schedule decides
+  std::set<std::string> read;
+  for (const auto& [topic, count] : latest_.snapshot->topic_partitions) {
+    read.insert(flink::MetricTopicName(topic));
+  }
+  std::set<std::string> unread;
+  for (const std::string& topic : FlinkReadsOf(sources).unified_topics) {
+    if (!read.contains(topic)) unread.insert(topic);
+  }
+  const bool new_topic = std::any_of(unread.begin(), unread.end(), [&](const std::string& topic) {
+    return !early_polled_for_.contains(topic);
+  });
+  early_polled_for_ = std::move(unread);
+  return new_topic;
+}
+
 std::shared_ptr<const analysis::Findings> KafkaSource::Observe(analysis::Analyzer& analyzer,
                                                                const analysis::SourcesView& sources,
                                                                double now_unix_seconds) {
   return analyzer.ObserveKafka(config_.name, sources, now_unix_seconds);
 }
 
-Source::Render KafkaSource::Renderer(const metrics::PollStatus& status) const {
+Source::Render KafkaSource::Renderer(const metrics::PollStatus& status,
+                                     const analysis::SourcesView&) const {
   return [name = config_.name, series = config_.series, status, poll = latest_,
           logged = budget_coarsened_](const analysis::Findings& findings, double,
                                       metrics::FamilyBuilder& out) {

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "analysis/kafka_poll.h"
@@ -34,7 +35,12 @@ class KafkaSource final : public Source, public std::enable_shared_from_this<Kaf
   std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer& analyzer,
                                                     const analysis::SourcesView& sources,
                                                     double now_unix_seconds) override;
-  Render Renderer(const metrics::PollStatus& status) const override;
+  Render Renderer(const metrics::PollStatus& status,
+                  const analysis::SourcesView& sources) const override;
+  // A Flink job reads a topic this cluster's latest poll did not read: the job's Flink-side lag
+  // needs its log end, which the next poll on schedule would read up to a poll interval later
+  // (the job's current offsets were exported a poll or two before its lag).
+  bool WantsEarlyPoll(const analysis::SourcesView& sources) override;
   void TakeOver(const Source& previous) override;
   void Retire() override;
 
@@ -48,6 +54,9 @@ class KafkaSource final : public Source, public std::enable_shared_from_this<Kaf
   std::shared_ptr<kafka::Collector> collector_;
   analysis::KafkaPoll latest_;
   std::size_t last_partial_errors_ = 0;
+  // The topics (Flink's escaped names) an early poll was started for and the latest poll still
+  // lacks: one early poll per topic, also for a topic this cluster does not have.
+  std::set<std::string> early_polled_for_;
   // Pairs the series budget coarsened at the last render that logged it: a render logs only a
   // change, so a lasting overrun is one line, not one per render. Renders run on workers.
   std::shared_ptr<std::atomic<std::size_t>> budget_coarsened_ =

@@ -56,7 +56,17 @@ class Source {
                                                             const analysis::SourcesView& sources,
                                                             double now_unix_seconds) = 0;
 
-  virtual Render Renderer(const metrics::PollStatus& status) const = 0;
+  // `sources`: every source's latest state as the render starts. A source whose series compare
+  // its facts with another source's (a store's entries with the log ends) compares them here,
+  // against the newest of the other's readings, not against those of when its own poll began.
+  virtual Render Renderer(const metrics::PollStatus& status,
+                          const analysis::SourcesView& sources) const = 0;
+
+  // Whether what the other sources hold now (`sources`, after one of them polled) makes this
+  // source's next poll worth starting at once instead of on its schedule: a Flink job names a
+  // topic whose log end a Kafka cluster did not read. Called on the event loop while this
+  // source is not polling; each reason may start one early poll.
+  virtual bool WantsEarlyPoll(const analysis::SourcesView& /*sources*/) { return false; }
 
   // This source replaces `previous` (same kind and name, changed settings): it serves the
   // previous data until its own first poll, so a reload does not blank the series.

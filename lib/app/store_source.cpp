@@ -51,49 +51,55 @@ std::vector<stores::StoreRead> StoreReadsOf(const config::PositionStoreConfig& c
 }
 
 void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
-  asio::post(workers_, [self = shared_from_this(), collector = collector_, sources,
-                        reads = StoreReadsOf(config_, sources), earlier = earlier_,
-                        done = std::move(done)]() mutable {
+  asio::post(workers_, [self = shared_from_this(), collector = collector_,
+                        reads = StoreReadsOf(config_, sources), done = std::move(done)]() mutable {
     const auto unix_now = [] {
       return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
     };
     const double requested_at = unix_now();
     auto polled = collector->Poll(reads);
-    std::shared_ptr<const State> state;
+    Reading reading;
     std::optional<std::string> error;
     if (polled) {
       polled->requested_at = requested_at;
       polled->read_until = unix_now();
-      std::vector<const stores::StoreSnapshot*> readings;
-      for (const auto& reading : earlier) readings.push_back(&reading->snapshot);
-      auto joined = analysis::JoinStoredPositions(*polled, readings, sources);
-      state = std::make_shared<const State>(State{std::move(polled).value(), std::move(joined)});
+      reading = std::make_shared<const stores::StoreSnapshot>(std::move(polled).value());
     } else {
       error = polled.error().message;
     }
-    asio::post(self->io_, [self, state = std::move(state), error = std::move(error),
+    asio::post(self->io_, [self, reading = std::move(reading), error = std::move(error),
                            done = std::move(done)]() mutable {
-      if (state) {
-        for (const std::string& partial : state->snapshot.partial_errors) {
+      if (reading) {
+        for (const std::string& partial : reading->partial_errors) {
           spdlog::debug("store \"{}\": {}", self->config_.name, partial);
         }
       }
-      if (state) {
-        self->earlier_.insert(self->earlier_.begin(), state);
-        if (self->earlier_.size() > kEarlierReadingsKept) self->earlier_.pop_back();
-      }
-      self->latest_ = std::move(state);
+      self->Keep(std::move(reading));
       done(std::move(error));
     });
   });
 }
 
-Source::Render StoreSource::Renderer(const metrics::PollStatus& status) const {
-  return [name = config_.name, status, state = latest_](const analysis::Findings&, double now,
-                                                        metrics::FamilyBuilder& out) {
-    metrics::AppendStoreMetrics(name, status, state ? &state->snapshot : nullptr,
-                                state ? &state->joined : nullptr, now, out);
+void StoreSource::Keep(Reading reading) {
+  if (latest_) {
+    earlier_.insert(earlier_.begin(), latest_);
+    if (earlier_.size() > kEarlierReadingsKept) earlier_.pop_back();
+  }
+  latest_ = std::move(reading);
+}
+
+Source::Render StoreSource::Renderer(const metrics::PollStatus& status,
+                                     const analysis::SourcesView& sources) const {
+  return [name = config_.name, status, latest = latest_, earlier = earlier_, sources](
+             const analysis::Findings&, double now, metrics::FamilyBuilder& out) {
+    std::vector<analysis::StoredJobPositions> joined;
+    if (latest) {
+      std::vector<const stores::StoreSnapshot*> readings;
+      for (const Reading& reading : earlier) readings.push_back(reading.get());
+      joined = analysis::JoinStoredPositions(*latest, readings, sources);
+    }
+    metrics::AppendStoreMetrics(name, status, latest.get(), latest ? &joined : nullptr, now, out);
   };
 }
 

@@ -1,7 +1,10 @@
 // app::StoreSource: an external position store (positions: in the config) as a daemon source.
 // Its poll asks the latest Flink snapshots which jobs the store is for and which topics they
-// read, runs the blocking store collector on the worker pool, joins what it read with the job
-// and the log there (analysis::JoinStoredPositions), and stores both on the event loop.
+// read and runs the blocking store collector on the worker pool; it keeps its latest readings.
+// Each render joins them with the job and the log as every source's latest state has them then
+// (analysis::JoinStoredPositions): an entry is judged against the newest log ends, so one
+// planted beyond the log end is flagged by the first Kafka poll that began after the store
+// reading that saw it, not a store poll after that.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -33,25 +36,26 @@ class StoreSource final : public Source, public std::enable_shared_from_this<Sto
                                                     const analysis::SourcesView&, double) override {
     return nullptr;  // the diagnosis does not use stored positions yet
   }
-  Render Renderer(const metrics::PollStatus& status) const override;
+  Render Renderer(const metrics::PollStatus& status,
+                  const analysis::SourcesView& sources) const override;
   void TakeOver(const Source& previous) override;
 
  private:
-  struct State {
-    stores::StoreSnapshot snapshot;
-    std::vector<analysis::StoredJobPositions> joined;
-  };
+  using Reading = std::shared_ptr<const stores::StoreSnapshot>;
+  // Keeps a poll's reading (null: the poll failed) as the latest; the one it replaces, if any,
+  // goes to the earlier readings.
+  void Keep(Reading reading);
 
   boost::asio::io_context& io_;
   boost::asio::thread_pool& workers_;
   config::PositionStoreConfig config_;
   std::shared_ptr<stores::Collector> collector_;
-  std::shared_ptr<const State> latest_;  // null while the store is down
-  // The latest readings, newest first: an entry is judged against a log end read after it
-  // (analysis::JoinStoredPositions), which at equal poll intervals is the reading before the
-  // latest; a few more cover a Kafka poll interval several times the store's.
+  Reading latest_;  // null while the store is down
+  // The readings before the latest, newest first: an entry is judged against a log end read
+  // after it (analysis::JoinStoredPositions), when the latest reading is newer than the log
+  // ends; a few cover a Kafka poll interval several times the store's.
   static constexpr std::size_t kEarlierReadingsKept = 8;
-  std::vector<std::shared_ptr<const State>> earlier_;
+  std::vector<Reading> earlier_;
 };
 
 // The jobs of `sources` the store `config` is for, with the real topics each reads.

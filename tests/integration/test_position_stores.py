@@ -10,6 +10,7 @@ session's), one Flink cluster and one Redis for the module.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -152,7 +153,9 @@ def test_stored_positions_match_redis_flink_and_kafka(session_broker, lagsight_b
 
 # lagsight's defaults: every source polled every 15 s, Flink's metrics refreshed every 10 s.
 DEFAULT_POLL_SECONDS = 15.0
-OBSERVE_AT_DEFAULTS_SECONDS = 90.0  # 6 Kafka polls; the defect showed in 29 of 38 scrapes
+# 6 Kafka polls; the defect showed in 29 of 38 scrapes. The issue's 10-minute run:
+# LAGSIGHT_STORE_OBSERVE_SECONDS=600 pytest tests/integration/test_position_stores.py -k default
+OBSERVE_AT_DEFAULTS_SECONDS = float(os.environ.get("LAGSIGHT_STORE_OBSERVE_SECONDS", "90"))
 
 
 def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_binary, tmp_path,
@@ -161,9 +164,9 @@ def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_b
     so its entries are often above them: at lagsight's default polls that used to flag every
     partition of a healthy job in most scrapes. Entries are judged only against log ends read
     after them: 0 at every scrape while the job writes as it reads, and an entry planted beyond
-    the log end is still flagged within three store polls (the first that reads it, and, as the
-    store and Kafka polls start together at equal intervals, the Kafka poll that begins after
-    that reading reaches the store's join one store poll later)."""
+    the log end is still flagged within two store polls (the store poll that reads it, then the
+    first Kafka poll that begins after that reading: each render joins the store's readings with
+    the newest log ends)."""
     bootstrap = session_broker.bootstrap
     _register_log_for_failures(request, "kafka broker log", session_broker.log_file)
     topic, job = f"{PREFIX}.busy", f"{PREFIX}-busy"
@@ -216,13 +219,13 @@ def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_b
             print(f"{scrapes} scrapes, none flagged; the store was ahead of lagsight's log end "
                   f"in {ahead} of them")
 
-            # 2. An entry planted beyond the log end stays there: flagged within three store polls.
+            # 2. An entry planted beyond the log end stays there: flagged within two store polls.
             redis.cli("HSET", key, "2", "1000000")
             planted = time.monotonic()
             lagsight.wait_for(
                 lambda m: sum(promtext.select(m, "lagsight_store_partitions_beyond_log_end",
                                               **labels).values()) == 1,
-                "the planted entry flagged", timeout=3 * DEFAULT_POLL_SECONDS + 10)
+                "the planted entry flagged", timeout=2 * DEFAULT_POLL_SECONDS + 5)
             print(f"planted entry flagged {time.monotonic() - planted:.1f} s after it was written")
     finally:
         producer.stop()
