@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), a short fuzzing pass,
-# then integration against a real Kafka broker and real Flink MiniClusters it starts itself
-# (pytest), and last the unit tests and three integration modules again on an ASan + UBSan
-# build. Exits non-zero when anything fails.
+# Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), the deployment
+# tests, then integration against a real Kafka broker and real Flink MiniClusters it starts
+# itself (pytest) in two lanes side by side; the second lane ends with the unit tests and three
+# integration modules again on an ASan + UBSan build, and a short fuzzing pass runs at idle
+# priority beside them. Exits non-zero when anything fails.
 # Usage: tests/run.sh [extra pytest arguments]
 #        tests/run.sh --unit    the fast lane: build, then the unit tests (ctest) only
 set -euo pipefail
@@ -18,50 +19,82 @@ echo "== unit tests"
 (cd build && ctest --output-on-failure)
 [ "${1:-}" != --unit ] || exit 0
 
-echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations, trace lines)"
-# 15 s per target: six targets make ~90 s of fuzzing plus a ~45 s clang build on CI's 2 cores,
-# enough to replay every seed and catch a regression in the inputs they cover; the long runs
-# (millions of executions, README "Fuzzing") are done by hand with a larger argument.
-tests/fuzz/run.sh 15
-
 echo "== deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
 # (test_rules.py and test_dashboard.py beside them run in ctest above.)
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
   tests/deploy/test_systemd.py tests/deploy/test_dockerfile.py tests/deploy/test_helm.py
 
-# The sanitized build for the last stage compiles meanwhile, one job at the lowest CPU priority:
-# the integration tests spend much of their ~38 minutes waiting on real systems (polls, refreshes,
-# checkpoints), so the ~6 minutes this build took on its own go into CPU they leave idle, and
-# whatever CPU they need they get first (nice 19). What is left compiles at full speed after them.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLAGSIGHT_SANITIZE=ON >/dev/null
-nice -n 19 cmake --build build-asan --target lagsight lagsight_unit_tests --parallel 1 \
-  >build-asan/build.log 2>&1 &
-asan_build=$!
+# The integration tests run in two lanes side by side. Run one after the other they took 43 of
+# the suite's 60 minutes on CI's 2 cores while the CPU was busy 53 % of that time on average
+# (sampled every 10 s, /proc/stat): most tests wait on real systems (polls, Flink's 10 s metric
+# refresh, checkpoints, lagsight's default 15 s polls), and the slowest wait longest. Lane 1 has
+# most modules; lane 2 has the seven that watch for minutes at default polls and do little
+# meanwhile, then the sanitized stage. Each lane has its own broker and temp directory.
+quiet_modules=(test_position_stores test_lateness test_late_flink_answers test_legacy_consumer
+  test_flink_only_topic test_status_page test_e2e_prometheus)
+sanitized_modules=(test_daemon test_flink_faults test_flink)
+quiet_files=() sanitized_files=() lane1_args=()
+for module in "${quiet_modules[@]}"; do quiet_files+=("tests/integration/$module.py"); done
+for module in "${sanitized_modules[@]}"; do sanitized_files+=("tests/integration/$module.py"); done
+for file in "${quiet_files[@]}" "${sanitized_files[@]}"; do lane1_args+=("--ignore=$file"); done
+mkdir -p build/lanes
 
-echo "== integration tests (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
-# The daemon, Flink-fault and Flink modules run once, below, against the sanitized build (also
-# -O2): running them here too cost ~5 of the suite's 54 minutes on 2 cores.
+sanitized_lane() {
+  # The sanitized build compiles meanwhile, one job at the lowest CPU priority, in what CPU the
+  # tests leave idle (it took ~6 minutes on its own); what is left compiles at full speed after
+  # the quiet modules. Only the daemon and the unit tests, at -O1 with line tables only (-g1:
+  # enough for the sanitizers' stack traces): measured on 2 cores, that halves the sanitized
+  # compile (analyzer.cpp 44 s -> 22 s, a unit test file 26 s -> 15 s).
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLAGSIGHT_SANITIZE=ON >/dev/null
+  nice -n 19 cmake --build build-asan --target lagsight lagsight_unit_tests --parallel 1 \
+    >build-asan/build.log 2>&1 &
+  local asan_build=$! status=0
+  LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v -p no:cacheprovider \
+    --basetemp=build/lanes/quiet --durations=6 "${quiet_files[@]}" "$@" || status=1
+  if ! wait "$asan_build"; then
+    tail -50 build-asan/build.log
+    echo "the sanitized build failed (build-asan/build.log)" >&2
+    return 1
+  fi
+  cmake --build build-asan --target lagsight lagsight_unit_tests --parallel "$(nproc)"
+
+  # Fuzzing, 15 s per target at idle priority beside the sanitized tests: it replays every seed
+  # (the recorded Flink responses, the unit tests' configs, tests/fuzz/corpus/) and catches a
+  # regression in the inputs they cover; the long runs (millions of executions, README
+  # "Fuzzing") are done by hand with a larger argument.
+  echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations, trace lines)"
+  nice -n 19 tests/fuzz/run.sh 15 >build/lanes/fuzz.log 2>&1 &
+  local fuzz=$!
+
+  echo "== unit tests, then the daemon, fault and Flink tests, against an ASan + UBSan build (build-asan/)"
+  # Any memory error, undefined behaviour or leak aborts the unit tests, or lagsight (a leak
+  # fails its exit at SIGTERM), and so ends the test that started it (each lagsight must exit 0).
+  export ASAN_OPTIONS=halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  build-asan/tests/unit/lagsight_unit_tests || status=1
+  LAGSIGHT_BIN="$PWD/build-asan/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
+    -p no:cacheprovider --basetemp=build/lanes/sanitized --durations=5 \
+    "${sanitized_files[@]}" "$@" || status=1
+  wait "$fuzz" || status=1
+  cat build/lanes/fuzz.log
+  return "$status"
+}
+
+echo "== integration lane 2 (in the background; its log follows lane 1): ${quiet_modules[*]}, then the sanitized stage"
+sanitized_lane "$@" >build/lanes/lane2.log 2>&1 &
+lane2=$!
+
+echo "== integration lane 1 (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 # --durations: the suite must stay well under CI's 90 minutes; its log names the slowest tests.
+lane1=0
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v \
-  --durations=15 \
-  --ignore=tests/integration/test_daemon.py --ignore=tests/integration/test_flink_faults.py \
-  --ignore=tests/integration/test_flink.py "$@"
+  --basetemp=build/lanes/main --durations=15 "${lane1_args[@]}" "$@" || lane1=$?
 
-echo "== unit tests, then the daemon, fault and Flink tests, against an ASan + UBSan build (build-asan/)"
-# Any memory error, undefined behaviour or leak aborts the unit tests, or lagsight (a leak fails
-# its exit at SIGTERM), and so ends the test that started it (each lagsight must exit 0). Only
-# the daemon and the unit tests are built here, at -O1 with line tables only (-g1: enough for
-# the sanitizers' stack traces): measured on 2 cores, that halves the sanitized compile
-# (analyzer.cpp 44 s -> 22 s, a unit test file 26 s -> 15 s), which pays for the unit tests.
-if ! wait "$asan_build"; then
-  tail -50 build-asan/build.log
-  echo "the sanitized build failed (build-asan/build.log)" >&2
+lane2_status=0
+wait "$lane2" || lane2_status=$?
+echo "== integration lane 2 (its log, build/lanes/lane2.log)"
+cat build/lanes/lane2.log
+if [ "$lane1" != 0 ] || [ "$lane2_status" != 0 ]; then
+  echo "FAILED: integration lane 1 exit $lane1, lane 2 (quiet, sanitized, fuzzing) exit $lane2_status" >&2
   exit 1
 fi
-cmake --build build-asan --target lagsight lagsight_unit_tests --parallel "$(nproc)"
-export ASAN_OPTIONS=halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-build-asan/tests/unit/lagsight_unit_tests
-LAGSIGHT_BIN="$PWD/build-asan/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v --durations=5 \
-  tests/integration/test_daemon.py tests/integration/test_flink_faults.py \
-  tests/integration/test_flink.py
