@@ -31,7 +31,7 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 # most modules; lane 2 has the seven that watch for minutes at default polls and do little
 # meanwhile, then the sanitized stage. Each lane has its own broker and temp directory.
 quiet_modules=(test_position_stores test_lateness test_late_flink_answers test_legacy_consumer
-  test_flink_only_topic test_status_page test_e2e_prometheus)
+  test_default_polls test_status_page test_e2e_prometheus)
 sanitized_modules=(test_daemon test_flink_faults test_flink)
 quiet_files=() sanitized_files=() lane1_args=()
 for module in "${quiet_modules[@]}"; do quiet_files+=("tests/integration/$module.py"); done

@@ -122,6 +122,8 @@ class Daemon {
     std::optional<Key> predecessor_of;  // set while a replacement waits for this poll
     bool awaiting_predecessor = false;
     std::uint64_t schedule = 0;  // which scheduled poll the timer's handler may start
+    bool observing = false;      // its poll's analysis runs
+    bool poll_again = false;     // another source's poll wants one more at once (WantsEarlyPoll)
   };
 
   void WaitForSignal() {
@@ -267,10 +269,16 @@ class Daemon {
     std::vector<std::shared_ptr<Running>> early;
     const analysis::SourcesView view = View();
     for (const auto& [key, running] : sources_) {
-      if (running.get() == &polled || running->health.polling || running->awaiting_predecessor) {
-        continue;
+      if (running.get() == &polled || running->awaiting_predecessor) continue;
+      if (!running->source->WantsEarlyPoll(view)) continue;
+      // A poll in flight (or its analysis) began before what `polled` read: one more follows
+      // it at once (at the default polls, which start together, a Kafka poll reading record
+      // timestamps was often still running when the Flink poll that named a topic ended).
+      if (running->health.polling || running->observing) {
+        running->poll_again = true;
+      } else {
+        early.push_back(running);
       }
-      if (running->source->WantsEarlyPoll(view)) early.push_back(running);
     }
     for (const auto& running : early) {
       spdlog::debug("{} cluster \"{}\": polling early for what {} cluster \"{}\" read",
@@ -301,6 +309,7 @@ class Daemon {
     const auto current = sources_.find({source.kind(), source.name()});
     if (current == sources_.end() || current->second != running) return;  // removed by a reload
     if (!error) StartEarlyPolls(*running);
+    running->observing = true;
     // The analysis takes 0.1 s at 32,000 group-partitions and 0.5 s at 160,000
     // (tests/bench/analyzer_bench): on the event loop, every scrape and /healthz in that time
     // would wait for it. On the analysis strand, one analysis runs at a time and in the order
@@ -319,8 +328,11 @@ class Daemon {
             if (stopping_) return;
             if (findings) findings_ = findings;
             const auto still = sources_.find({running->source->kind(), running->source->name()});
+            running->observing = false;
             if (still != sources_.end() && still->second == running) {
-              ScheduleNextPoll(running, started + running->source->poll_interval());
+              ScheduleNextPoll(running, std::exchange(running->poll_again, false)
+                                            ? SteadyClock::now()
+                                            : started + running->source->poll_interval());
             }
             RequestRender();
           });

@@ -166,6 +166,22 @@ class DiagnosisWatch:
                 first.setdefault(cause, round(sighting.at - start, 1))
         return first
 
+    def longest_without_diagnosis(self, since: float | None = None) -> float:
+        """The longest time since t0 (or ``since``) between a scrape that showed the pair no
+        cause and the next one that showed one, seconds (to the last scrape if none did)."""
+        longest = 0.0
+        gone_at: float | None = None
+        sightings = [s for s in self.sightings(since) if not s.error]
+        for sighting in sightings:
+            if not sighting.causes:
+                gone_at = sighting.at if gone_at is None else gone_at
+            elif gone_at is not None:
+                longest = max(longest, sighting.at - gone_at)
+                gone_at = None
+        if gone_at is not None:
+            longest = max(longest, sightings[-1].at - gone_at)
+        return longest
+
     def false_causes(self, expected: str, allowed: frozenset[str] | set[str] = BASELINE_CAUSES,
                      since: float | None = None) -> list[str]:
         """Causes seen since t0 other than ``expected`` and the ``allowed`` ones, sorted."""

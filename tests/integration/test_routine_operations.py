@@ -46,6 +46,11 @@ OBSERVE_SECONDS = 60.0     # after an operation ends, at least this long
 SETTLE_TIMEOUT = 180.0     # until the pair is healthy again
 RATE = 20                  # records/s of every scenario's topic
 SCENARIO_TIMEOUT = 900.0
+# Operations that replace the job with one of the same name: its pair must keep a diagnosis
+# series throughout (before lagsight handed a successor that did not report yet its
+# predecessor's pair, each was without one for 8-10 s). One poll, plus the watch's scrape spacing.
+REPLACING_OPERATIONS = {"upgrade", "rescale", "fresh-start", "offset-reset", "redeploy"}
+MAX_SECONDS_WITHOUT_DIAGNOSIS = 2.5
 
 # One submission at a time: FlinkJob.submit reads the answers of the one harness JVM.
 _SUBMIT = threading.Lock()
@@ -486,3 +491,8 @@ def test_routine_operation(routine, key, diagnosis_results):
         assert op.expected in seen, f"{op.expected} never shown:\n{op.watch.history()}"
     falses = op.watch.false_causes(op.expected, BASELINE_CAUSES | op.allowed)
     assert not falses, f"false causes {falses}:\n{op.watch.history()}"
+    if key in REPLACING_OPERATIONS:
+        without = op.watch.longest_without_diagnosis()
+        result.note(f"longest without a diagnosis series {without:.1f} s")
+        assert without <= MAX_SECONDS_WITHOUT_DIAGNOSIS, \
+            f"{without:.1f} s without a diagnosis:\n{op.watch.history()}"
