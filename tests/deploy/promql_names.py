@@ -1,5 +1,5 @@
 """What the deploy checks need to know about PromQL text: the metric and label names an
-expression uses, whether `promtool` accepts it, and the anchors GitHub gives README headings.
+expression uses, whether `promtool` accepts it, and the anchors GitHub gives Markdown headings.
 
 No PromQL parser ships as a CLI (promtool has none), so expressions are validated by handing them
 to `promtool check rules` as recording rules; names are read from the text with the string
@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 RULES = os.path.join(ROOT, "deploy", "prometheus", "lagsight-rules.yaml")
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "lagsight-dashboard.json")
-README = os.path.join(ROOT, "README.md")
+RUNBOOKS = os.path.join(ROOT, "docs", "runbooks.md")
 # Labels Prometheus attaches to every scraped series, and the ALERTS labels.
 SCRAPE_LABELS = {"job", "instance"}
 

@@ -1,6 +1,6 @@
 """Checks of deploy/prometheus/lagsight-rules.yaml beyond what promtool checks: every alert carries
 what an on-call person needs (severity, summary, a description naming the cause, a runbook link
-that exists in the README), waits out a missed scrape, and reads only metrics lagsight exports
+to a section that exists in docs/runbooks.md), waits out a missed scrape, and reads only metrics lagsight exports
 with labels they have. `promtool check rules` and `promtool test rules` run as their own ctest
 tests."""
 
@@ -31,7 +31,7 @@ class RulesTest(unittest.TestCase):
         cls.alerts = [r for r in cls.rules if "alert" in r]
         cls.recorded = {r["record"] for r in cls.rules if "record" in r}
         cls.metrics = pn.exported_metrics()
-        with open(pn.README, encoding="utf-8") as f:
+        with open(pn.RUNBOOKS, encoding="utf-8") as f:
             cls.anchors = pn.github_anchors(f.read())
 
     def test_every_alert_is_documented_and_links_a_runbook_anchor(self):
@@ -52,7 +52,7 @@ class RulesTest(unittest.TestCase):
                 else:
                     wanted = [anchor]
                 for a in wanted:
-                    self.assertIn(a, self.anchors, f"README has no heading for #{a}")
+                    self.assertIn(a, self.anchors, f"docs/runbooks.md has no heading for #{a}")
 
     def test_every_alert_waits_out_a_missed_scrape(self):
         # Two scrape intervals at the slowest assumed scrape interval (30 s).

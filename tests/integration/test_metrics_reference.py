@@ -36,7 +36,7 @@ from workload import (SteadyProducer, commit_without_joining, create_topic, make
                       produce)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-README = REPO_ROOT / "README.md"
+METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
 SOURCE_DIR = REPO_ROOT / "lib"
 sys.path.append(str(REPO_ROOT / "tests" / "deploy"))  # after tests/integration: its conftest wins
 import promql_names  # noqa: E402  (reads tests/deploy/exported_metrics.txt)
@@ -125,7 +125,7 @@ def source_metrics(root: Path) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def documented() -> dict[str, DocRow]:
-    return readme_metrics(README.read_text())
+    return readme_metrics(METRICS_DOC.read_text())
 
 
 @pytest.fixture(scope="module")

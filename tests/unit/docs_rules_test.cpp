@@ -1,6 +1,6 @@
-// The README's "Diagnosis rules" tables against the code: the causes in precedence order, and
-// every threshold key with its default. The tables are what an operator reads at 3 a.m.; a rule
-// order or a default that drifts from the code would send them the wrong way.
+// docs/diagnosis.md's "Diagnosis rules" tables against the code: the causes in precedence order,
+// and every threshold key with its default. The tables are what an operator reads at 3 a.m.; a
+// rule order or a default that drifts from the code would send them the wrong way.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <regex>
@@ -14,15 +14,20 @@ using namespace lagsight;
 
 namespace {
 
-std::string ReadmeSection() {
-  std::ifstream file(LAGSIGHT_README);
+std::string ReadDoc(const std::string& page) {
+  std::ifstream file(std::string(LAGSIGHT_DOCS) + "/" + page);
+  REQUIRE(file);
   std::stringstream text;
   text << file.rdbuf();
-  const std::string readme = text.str();
-  const auto start = readme.find("### Diagnosis rules");
-  const auto end = readme.find("\n## ", start);
+  return text.str();
+}
+
+std::string RulesSection() {
+  const std::string doc = ReadDoc("diagnosis.md");
+  const auto start = doc.find("\n## Diagnosis rules\n");
   REQUIRE(start != std::string::npos);
-  return readme.substr(start, end - start);
+  const auto end = doc.find("\n## ", start + 1);
+  return doc.substr(start, end == std::string::npos ? end : end - start);
 }
 
 // The `cause` column of the table whose header names `kind`, in order, healthy excluded.
@@ -65,14 +70,14 @@ std::string Number(double value) {
 
 }  // namespace
 
-TEST_CASE("README: the diagnosis tables list the causes in the code's precedence", "[analysis]") {
-  const std::string section = ReadmeSection();
+TEST_CASE("docs: the diagnosis tables list the causes in the code's precedence", "[analysis]") {
+  const std::string section = RulesSection();
   CHECK(TableCauses(section, "job↔group pair") == Names(analysis::PairPrecedence()));
   CHECK(TableCauses(section, "Kafka-only group") == Names(analysis::GroupPrecedence()));
 }
 
-TEST_CASE("README: every diagnosis threshold is listed with the code's default", "[analysis]") {
-  const std::string section = ReadmeSection();
+TEST_CASE("docs: every diagnosis threshold is listed with the code's default", "[analysis]") {
+  const std::string section = RulesSection();
   const config::DiagnosisConfig defaults;
   CHECK(DefaultOf(section, "window") == config::FormatDuration(defaults.window));
   CHECK(DefaultOf(section, "confirm_polls") == std::to_string(defaults.confirm_polls));
