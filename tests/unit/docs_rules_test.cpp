@@ -1,6 +1,9 @@
 // docs/diagnosis.md's "Diagnosis rules" tables against the code: the causes in precedence order,
-// and every threshold key with its default. The tables are what an operator reads at 3 a.m.; a
-// rule order or a default that drifts from the code would send them the wrong way.
+// and every threshold key with its default (on the configuration page too); and every cause the
+// code names has its evidence in docs/diagnosis.md and a runbook in docs/runbooks.md. The tables
+// are what an operator reads at 3 a.m.; a rule order or a default that drifts from the code would
+// send them the wrong way.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <regex>
@@ -53,13 +56,21 @@ std::vector<std::string> Names(const std::vector<analysis::Cause>& causes) {
   return names;
 }
 
-std::string DefaultOf(const std::string& section, const std::string& key) {
-  const std::regex row("\\| `" + key + "` \\| ([^|]+) \\|");
+// The default column of the row of `key` in `text`, without its backticks ("`5m`" -> "5m").
+std::string DefaultOf(const std::string& text, const std::string& key) {
+  const std::regex row("\\| `" + std::regex_replace(key, std::regex("\\."), "\\.") +
+                       "` \\| ([^|]+) \\|");
   std::smatch match;
-  if (!std::regex_search(section, match, row)) return "(missing)";
+  if (!std::regex_search(text, match, row)) return "(missing)";
   std::string value = match[1];
+  value.erase(std::remove(value.begin(), value.end(), '`'), value.end());
   while (!value.empty() && value.back() == ' ') value.pop_back();
   return value;
+}
+
+// Whether `doc` has a heading line that is exactly `heading`.
+bool HasHeading(const std::string& doc, const std::string& heading) {
+  return doc.find("\n" + heading + "\n") != std::string::npos;
 }
 
 std::string Number(double value) {
@@ -77,18 +88,34 @@ TEST_CASE("docs: the diagnosis tables list the causes in the code's precedence",
 }
 
 TEST_CASE("docs: every diagnosis threshold is listed with the code's default", "[analysis]") {
-  const std::string section = RulesSection();
-  const config::DiagnosisConfig defaults;
-  CHECK(DefaultOf(section, "window") == config::FormatDuration(defaults.window));
-  CHECK(DefaultOf(section, "confirm_polls") == std::to_string(defaults.confirm_polls));
-  CHECK(DefaultOf(section, "lag_threshold_records") ==
-        std::to_string(defaults.lag_threshold_records));
-  CHECK(DefaultOf(section, "lag_threshold") == config::FormatDuration(defaults.lag_threshold));
-  CHECK(DefaultOf(section, "checkpoint_stale_gaps") == Number(defaults.checkpoint_stale_gaps));
-  CHECK(DefaultOf(section, "commit_failure_ratio") == Number(defaults.commit_failure_ratio));
-  CHECK(DefaultOf(section, "stalled_commit_periods") == Number(defaults.stalled_commit_periods));
-  CHECK(DefaultOf(section, "restart_loop_restarts") ==
-        std::to_string(defaults.restart_loop_restarts));
-  CHECK(DefaultOf(section, "job_gone_after") == config::FormatDuration(defaults.job_gone_after));
-  CHECK(DefaultOf(section, "expiry_warning_ratio") == Number(defaults.expiry_warning_ratio));
+  // The thresholds table of the diagnosis, and the `diagnosis.` rows of the configuration page.
+  for (const auto& [text, prefix] :
+       {std::pair{RulesSection(), std::string()},
+        std::pair{ReadDoc("configuration.md"), std::string("diagnosis.")}}) {
+    INFO(prefix);
+    const auto default_of = [&](const std::string& key) { return DefaultOf(text, prefix + key); };
+    const config::DiagnosisConfig defaults;
+    CHECK(default_of("window") == config::FormatDuration(defaults.window));
+    CHECK(default_of("confirm_polls") == std::to_string(defaults.confirm_polls));
+    CHECK(default_of("lag_threshold_records") == std::to_string(defaults.lag_threshold_records));
+    CHECK(default_of("lag_threshold") == config::FormatDuration(defaults.lag_threshold));
+    CHECK(default_of("checkpoint_stale_gaps") == Number(defaults.checkpoint_stale_gaps));
+    CHECK(default_of("commit_failure_ratio") == Number(defaults.commit_failure_ratio));
+    CHECK(default_of("stalled_commit_periods") == Number(defaults.stalled_commit_periods));
+    CHECK(default_of("restart_loop_restarts") == std::to_string(defaults.restart_loop_restarts));
+    CHECK(default_of("job_gone_after") == config::FormatDuration(defaults.job_gone_after));
+    CHECK(default_of("expiry_warning_ratio") == Number(defaults.expiry_warning_ratio));
+  }
+}
+
+TEST_CASE("docs: every cause has its evidence in the diagnosis and its runbook", "[analysis]") {
+  const std::string diagnosis = ReadDoc("diagnosis.md");
+  const std::string runbooks = ReadDoc("runbooks.md");
+  for (int i = 0; i < analysis::kCauseCount; ++i) {
+    const std::string name = analysis::CauseName(static_cast<analysis::Cause>(i));
+    INFO(name);
+    CHECK(HasHeading(diagnosis, "### `" + name + "`"));
+    // healthy needs no runbook.
+    if (name != "healthy") CHECK(HasHeading(runbooks, "## Runbook: " + name));
+  }
 }
