@@ -23,7 +23,7 @@ CLI::App* AddTraceOptions(CLI::App& cli, lagsight::app::Options& options,
                           std::string& replay_trace) {
   cli.add_option("--trace.record", options.trace_record_file,
                  "Record what the analysis is handed to this file, for a bug report (off by "
-                 "default; see README \"Recording a trace for a bug report\").");
+                 "default; see docs/development.md#recording-a-trace-for-a-bug-report).");
   cli.add_option("--trace.max-bytes", options.trace_max_bytes,
                  "Size at which the trace file moves to <file>.1 and a new one begins.")
       ->capture_default_str();

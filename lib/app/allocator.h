@@ -7,8 +7,8 @@
 // arena kept its own high-water mark. One arena lets every thread reuse what any other freed.
 // Measured at 1,000,000 group-partitions (back-to-back polls, then a reload to 15 s polls):
 // peak RSS 499-556 MB with glibc's default, 444 with two arenas, 378-396 with one; the poll's
-// duration and CPU unchanged within run-to-run noise (README "Measured"). Small allocations
-// still go through each thread's cache without the arena's lock.
+// duration and CPU unchanged within run-to-run noise (docs/benchmarks.md#measured). Small
+// allocations still go through each thread's cache without the arena's lock.
 //
 // An operator's MALLOC_ARENA_MAX, or a GLIBC_TUNABLES that sets glibc.malloc.arena_max, wins:
 // then nothing is set. Other tunables (images set glibc.pthread.rseq=0, say) do not turn it off.

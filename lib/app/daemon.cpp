@@ -400,7 +400,7 @@ class Daemon {
                  // glibc keeps for later instead of returning it: the resident size then
                  // stayed at the render's peak between renders. Measured with
                  // tests/bench/side_by_side.py at 100,000 group-partitions: RSS 296 -> 177 MB,
-                 // peak 424 -> 309 MB, CPU unchanged (README "Measured").
+                 // peak 424 -> 309 MB, CPU unchanged (docs/benchmarks.md#measured).
                  malloc_trim(0);
                });
   }

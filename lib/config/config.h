@@ -63,7 +63,7 @@ struct KafkaClusterConfig {
   std::chrono::milliseconds poll_timeout{std::chrono::seconds(60)};
   // Groups whose offsets are fetched at the same time; bounds the load on the coordinators.
   // 64: at 20,000 groups on one broker, reading the committed offsets took 2.58-2.70 s against
-  // 2.84-2.92 s with 16, for the same CPU (README "Measured"); each request is one small
+  // 2.84-2.92 s with 16, for the same CPU (docs/benchmarks.md#measured); each request is one small
   // OffsetFetch.
   int max_concurrent_requests = 64;
   // Read the committed offsets of many groups per OffsetFetch (KIP-709, Kafka 3.0+) where the
@@ -176,7 +176,7 @@ struct CommitModeRule {
   friend bool operator==(const CommitModeRule&, const CommitModeRule&) = default;
 };
 
-// How the diagnosis judges each job<->group pair and each Kafka-only group (README: "Diagnosis").
+// How the diagnosis judges each job<->group pair and each Kafka-only group (docs/diagnosis.md).
 struct DiagnosisConfig {
   // The span of history the trends (growing lag, failing commits, sawtooth) are judged over.
   std::chrono::milliseconds window{std::chrono::minutes(5)};

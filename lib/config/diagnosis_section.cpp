@@ -9,8 +9,8 @@
 namespace lagsight::config::internal {
 namespace {
 
-// The range of the diagnosis window, documented in the README ("Hardening: config and web
-// config") with the other durations.
+// The range of the diagnosis window, documented with the other durations in
+// docs/configuration.md#limits.
 constexpr std::chrono::milliseconds kMinDiagnosisWindow = std::chrono::seconds(5);
 constexpr std::chrono::milliseconds kMaxDiagnosisWindow = std::chrono::hours(24);
 

@@ -33,7 +33,7 @@ inline constexpr std::size_t kMaxStringLength = 4096;
 // A cluster name becomes a label value on every series.
 inline constexpr std::size_t kMaxClusterNameLength = 128;
 
-// Ranges of the durations, documented in the README ("Hardening: config and web config").
+// Ranges of the durations, documented in docs/configuration.md#limits.
 inline constexpr std::chrono::milliseconds kMinPeriod{100};
 inline constexpr std::chrono::milliseconds kMaxPollInterval = std::chrono::hours(24);
 inline constexpr std::chrono::milliseconds kMaxTimeout = std::chrono::hours(1);

@@ -1,5 +1,5 @@
 // Metrics of what the analyzer derived: lag in seconds, the sawtooth, offset expiry, commit
-// failure ratios and the diagnosis (README: "Derived signals", "Diagnosis").
+// failure ratios and the diagnosis (docs/metrics.md#derived-signals-and-the-diagnosis).
 //
 // Pure rendering of an analysis::Findings into families; a cluster that is down has no findings
 // and therefore no series here (its *_up says why).

@@ -314,9 +314,10 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
   }
 }
 
-// Renders at a million group-partitions took a second or more of one core (README "Measured"),
-// most of it deflate, while the other cores idled. With this many series or more, the groups are
-// split among threads, each rendering its share into a builder of its own, joined in order.
+// Renders at a million group-partitions took a second or more of one core
+// (docs/benchmarks.md#measured), most of it deflate, while the other cores idled. With this many
+// series or more, the groups are split among threads, each rendering its share into a builder of
+// its own, joined in order.
 constexpr std::size_t kSeriesPerThread = 250'000;
 constexpr int kMostThreads = 4;
 

@@ -16,7 +16,7 @@ Severity SeverityOf(analysis::Cause cause);
 // The row's CSS class and the badge's first word: "critical", "warning", "neutral", "healthy".
 const char* SeverityName(Severity severity);
 
-// One line per cause for the badge's tooltip; the README's runbook has the rest.
+// One line per cause for the badge's tooltip; docs/runbooks.md has the rest.
 const char* Explanation(analysis::Cause cause);
 
 }  // namespace lagsight::status

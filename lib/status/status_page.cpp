@@ -223,8 +223,8 @@ GzippedText RenderStatusPageGzip(const analysis::Findings& findings,
   }
   out +=
       "</main><footer>Kafka lag is what Kafka's tools show; a Flink job commits only on "
-      "checkpoints, so Flink lag is the job's real position. See the README's runbook per "
-      "cause.</footer></body></html>\n";
+      "checkpoints, so Flink lag is the job's real position. lagsight's docs/runbooks.md "
+      "has a section per cause.</footer></body></html>\n";
   return std::move(writer).Finish();
 }
 

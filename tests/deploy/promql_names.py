@@ -1,5 +1,5 @@
 """What the deploy checks need to know about PromQL text: the metric and label names an
-expression uses, whether `promtool` accepts it, and the anchors GitHub gives README headings.
+expression uses, whether `promtool` accepts it, and the anchors GitHub gives Markdown headings.
 
 No PromQL parser ships as a CLI (promtool has none), so expressions are validated by handing them
 to `promtool check rules` as recording rules; names are read from the text with the string
@@ -10,15 +10,19 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs"))
+from md_pages import github_anchors  # noqa: E402,F401  (one reading of GitHub's anchors)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 RULES = os.path.join(ROOT, "deploy", "prometheus", "lagsight-rules.yaml")
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "lagsight-dashboard.json")
-README = os.path.join(ROOT, "README.md")
+RUNBOOKS = os.path.join(ROOT, "docs", "runbooks.md")
 # Labels Prometheus attaches to every scraped series, and the ALERTS labels.
 SCRAPE_LABELS = {"job", "instance"}
 
@@ -103,22 +107,3 @@ def promtool_rejects(exprs):
             if result.returncode != 0:
                 bad[i] = (result.stdout + result.stderr).strip()
     return bad
-
-
-def github_anchors(markdown):
-    """The anchors GitHub generates for the headings of a Markdown text."""
-    anchors, seen = set(), {}
-    in_fence = False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            in_fence = not in_fence
-            continue
-        m = None if in_fence else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if not m:
-            continue
-        text = re.sub(r"`|\*\*|\*", "", m.group(1)).strip().lower()
-        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
-        n = seen.get(slug, 0)
-        seen[slug] = n + 1
-        anchors.add(slug if n == 0 else f"{slug}-{n}")
-    return anchors

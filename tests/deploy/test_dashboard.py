@@ -1,5 +1,5 @@
 """Checks of deploy/grafana/lagsight-dashboard.json: it is a dashboard Grafana can import (panels,
-targets, the variables the README promises), every panel query is PromQL that Prometheus's own
+targets, the variables docs/alerting.md promises), every panel query is PromQL that Prometheus's own
 parser accepts once the template variables are filled in, and every metric it reads is one
 lagsight exports, with labels that metric has, and every query returns data on the rule tests'
 healthy-sawtooth series (so a join on the wrong labels fails here). That each query returns data

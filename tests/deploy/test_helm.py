@@ -141,6 +141,34 @@ def test_the_prometheus_rule_is_the_shipped_rules_file(helm: str, tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_every_alert_links_its_runbook_under_the_configured_base(helm: str):
+    """runbooks.baseUrl replaces the rules file's relative "docs/runbooks.md" in each alert's
+    runbook_url, and nothing else; left empty, the links stay as the file has them."""
+    shipped = yaml.safe_load(RULES.read_text())["groups"]
+    shipped_alerts = [r for g in shipped for r in g["rules"] if "alert" in r]
+    assert len(shipped_alerts) >= 10
+    assert all(r["annotations"]["runbook_url"].startswith("docs/runbooks.md#runbook-")
+               for r in shipped_alerts)
+    base = "https://git.example.com/team/lagsight/-/blob/0123abc/docs/runbooks.md"
+    for value in (base, base + "#"):
+        rule = render(helm, *EVERYTHING, "--set", f"runbooks.baseUrl={value}")["PrometheusRule"]
+        rendered = rule["spec"]["groups"]
+        alerts = [r for g in rendered for r in g["rules"] if "alert" in r]
+        assert len(alerts) == len(shipped_alerts)
+        for alert, original in zip(alerts, shipped_alerts):
+            url = original["annotations"]["runbook_url"]
+            assert alert["annotations"]["runbook_url"] == base + url[len("docs/runbooks.md"):], \
+                alert["alert"]
+        # Everything but the links is the shipped file's.
+        for alert in alerts:
+            alert["annotations"]["runbook_url"] = "-"
+        for original in shipped_alerts:
+            original["annotations"]["runbook_url"] = "-"
+        assert rendered == shipped
+        shipped = yaml.safe_load(RULES.read_text())["groups"]
+        shipped_alerts = [r for g in shipped for r in g["rules"] if "alert" in r]
+
+
 def test_the_chart_reads_the_rules_file_itself_not_a_copy():
     link = CHART / "files" / "lagsight-rules.yaml"
     assert link.is_symlink() and link.resolve() == RULES.resolve()

@@ -308,8 +308,9 @@ TEST_CASE("replay: lagsight replay prints each poll's diagnosis, or why the trac
   CHECK_THAT(bad_err, Catch::Contains(": not JSON"));
 }
 
-// What the daemon's analysis strand spends per Kafka poll with --trace.record (README "Recording
-// a trace for a bug report"); run by hand: lagsight_unit_tests "[.trace_cost]".
+// What the daemon's analysis strand spends per Kafka poll with --trace.record
+// (docs/development.md#recording-a-trace-for-a-bug-report); run by hand: lagsight_unit_tests
+// "[.trace_cost]".
 TEST_CASE("replay: the cost of recording a poll of 100,000 group-partitions", "[.trace_cost]") {
   kafka::KafkaSnapshot snapshot;
   for (int t = 0; t < 100; ++t) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Flink test job for every supported Flink line (see README.md) into
+# Builds the Flink test job for every supported Flink line (see docs/development.md#layout) into
 # target/<line>/classes plus target/<line>/classpath.txt. A line is rebuilt only when its pom, the
 # sources or this script changed since its last good build. Silent on success; on failure it
 # prints Maven's output and exits non-zero.
