@@ -25,6 +25,7 @@
 #include "config/config.h"
 #include "flink/snapshot.h"
 #include "kafka/snapshot.h"
+#include "stores/snapshot.h"
 
 namespace lagsight::analysis {
 
@@ -133,6 +134,9 @@ struct SourcesView {
   };
   std::map<std::string, KafkaPoll> kafka;
   std::map<std::string, Flink> flink;
+  // Each position store's latest reading (null while it is down). The analysis does not read
+  // them; a trace records them, and the render joins them with the log (stored_positions.h).
+  std::map<std::string, std::shared_ptr<const stores::StoreSnapshot>> stores;
 };
 
 }  // namespace lagsight::analysis

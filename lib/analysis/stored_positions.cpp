@@ -163,4 +163,19 @@ std::vector<StoredJobPositions> JoinStoredPositions(
   return out;
 }
 
+void StoreReadings::Keep(Reading reading) {
+  if (latest_) {
+    earlier_.insert(earlier_.begin(), latest_);
+    if (earlier_.size() > kEarlierReadingsKept) earlier_.pop_back();
+  }
+  latest_ = std::move(reading);
+}
+
+std::vector<StoredJobPositions> StoreReadings::Join(const SourcesView& sources) const {
+  if (!latest_) return {};
+  std::vector<const stores::StoreSnapshot*> readings;
+  for (const Reading& reading : earlier_) readings.push_back(reading.get());
+  return JoinStoredPositions(*latest_, readings, sources);
+}
+
 }  // namespace lagsight::analysis

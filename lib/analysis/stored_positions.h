@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,5 +64,28 @@ struct StoredJobPositions {
 std::vector<StoredJobPositions> JoinStoredPositions(
     const stores::StoreSnapshot& store, const std::vector<const stores::StoreSnapshot*>& earlier,
     const SourcesView& sources);
+
+// One store's latest reading and the few before it, as the join judges them: what the daemon's
+// store source keeps, and what a trace replay keeps of a recorded store. Plain value; shares
+// the readings.
+class StoreReadings {
+ public:
+  using Reading = std::shared_ptr<const stores::StoreSnapshot>;
+
+  // A poll's reading (null: the poll failed) becomes the latest; the one it replaces, if any,
+  // goes to the earlier ones.
+  void Keep(Reading reading);
+  // Null while the store is down.
+  const Reading& latest() const { return latest_; }
+  // The latest reading joined with `sources` (none while the store is down).
+  std::vector<StoredJobPositions> Join(const SourcesView& sources) const;
+
+ private:
+  // An entry is judged against a log end read after it, when the latest reading is newer than
+  // the log ends; a few earlier readings cover a Kafka poll interval several times the store's.
+  static constexpr std::size_t kEarlierReadingsKept = 8;
+  Reading latest_;
+  std::vector<Reading> earlier_;  // newest first
+};
 
 }  // namespace lagsight::analysis

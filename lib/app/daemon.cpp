@@ -354,6 +354,8 @@ class Daemon {
       recorder_->RecordKafkaObservation(source.name(), view, now);
     } else if (source.kind() == Source::Kind::kFlink) {
       recorder_->RecordFlinkObservation(source.name(), view, now);
+    } else if (source.kind() == Source::Kind::kStore) {
+      recorder_->RecordStoreReading(source.name(), view, now);
     }
   }
 

@@ -59,7 +59,7 @@ void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
     };
     const double requested_at = unix_now();
     auto polled = collector->Poll(reads);
-    Reading reading;
+    analysis::StoreReadings::Reading reading;
     std::optional<std::string> error;
     if (polled) {
       polled->requested_at = requested_at;
@@ -75,38 +75,29 @@ void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
           spdlog::debug("store \"{}\": {}", self->config_.name, partial);
         }
       }
-      self->Keep(std::move(reading));
+      self->readings_.Keep(std::move(reading));
       done(std::move(error));
     });
   });
 }
 
-void StoreSource::Keep(Reading reading) {
-  if (latest_) {
-    earlier_.insert(earlier_.begin(), latest_);
-    if (earlier_.size() > kEarlierReadingsKept) earlier_.pop_back();
-  }
-  latest_ = std::move(reading);
+void StoreSource::AddTo(analysis::SourcesView& view) const {
+  view.stores[config_.name] = readings_.latest();
 }
 
 Source::Render StoreSource::Renderer(const metrics::PollStatus& status,
                                      const analysis::SourcesView& sources) const {
-  return [name = config_.name, status, latest = latest_, earlier = earlier_, sources](
+  return [name = config_.name, status, readings = readings_, sources](
              const analysis::Findings&, double now, metrics::FamilyBuilder& out) {
-    std::vector<analysis::StoredJobPositions> joined;
-    if (latest) {
-      std::vector<const stores::StoreSnapshot*> readings;
-      for (const Reading& reading : earlier) readings.push_back(reading.get());
-      joined = analysis::JoinStoredPositions(*latest, readings, sources);
-    }
-    metrics::AppendStoreMetrics(name, status, latest.get(), latest ? &joined : nullptr, now, out);
+    const std::vector<analysis::StoredJobPositions> joined = readings.Join(sources);
+    metrics::AppendStoreMetrics(name, status, readings.latest().get(),
+                                readings.latest() ? &joined : nullptr, now, out);
   };
 }
 
 void StoreSource::TakeOver(const Source& previous) {
   if (const auto* store = dynamic_cast<const StoreSource*>(&previous)) {
-    latest_ = store->latest_;
-    earlier_ = store->earlier_;
+    readings_ = store->readings_;
   }
 }
 

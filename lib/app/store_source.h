@@ -31,7 +31,7 @@ class StoreSource final : public Source, public std::enable_shared_from_this<Sto
   const std::string& name() const override { return config_.name; }
   std::chrono::milliseconds poll_interval() const override { return config_.poll_interval; }
   void Poll(const analysis::SourcesView& sources, Done done) override;
-  void AddTo(analysis::SourcesView&) const override {}
+  void AddTo(analysis::SourcesView& view) const override;
   std::shared_ptr<const analysis::Findings> Observe(analysis::Analyzer&,
                                                     const analysis::SourcesView&, double) override {
     return nullptr;  // the diagnosis does not use stored positions yet
@@ -41,21 +41,11 @@ class StoreSource final : public Source, public std::enable_shared_from_this<Sto
   void TakeOver(const Source& previous) override;
 
  private:
-  using Reading = std::shared_ptr<const stores::StoreSnapshot>;
-  // Keeps a poll's reading (null: the poll failed) as the latest; the one it replaces, if any,
-  // goes to the earlier readings.
-  void Keep(Reading reading);
-
   boost::asio::io_context& io_;
   boost::asio::thread_pool& workers_;
   config::PositionStoreConfig config_;
   std::shared_ptr<stores::Collector> collector_;
-  Reading latest_;  // null while the store is down
-  // The readings before the latest, newest first: an entry is judged against a log end read
-  // after it (analysis::JoinStoredPositions), when the latest reading is newer than the log
-  // ends; a few cover a Kafka poll interval several times the store's.
-  static constexpr std::size_t kEarlierReadingsKept = 8;
-  std::vector<Reading> earlier_;
+  analysis::StoreReadings readings_;
 };
 
 // The jobs of `sources` the store `config` is for, with the real topics each reads.

@@ -28,12 +28,25 @@ std::shared_ptr<const analysis::Findings> Replayer::Apply(const TraceEvent& even
     if (!kafka->observe) return nullptr;
     return analyzer_.ObserveKafka(kafka->cluster, sources_, kafka->now);
   }
+  if (const auto* store = std::get_if<StoreEvent>(&event)) {
+    auto reading =
+        store->snapshot ? std::make_shared<const stores::StoreSnapshot>(*store->snapshot) : nullptr;
+    sources_.stores[store->cluster] = reading;
+    stores_[store->cluster].Keep(std::move(reading));
+    return nullptr;
+  }
   const auto& flink = std::get<FlinkEvent>(event);
   sources_.flink[flink.cluster] = {
       std::make_shared<const config::FlinkClusterConfig>(flink.config),
       flink.snapshot ? std::make_shared<const flink::FlinkSnapshot>(*flink.snapshot) : nullptr};
   if (!flink.observe) return nullptr;
   return analyzer_.ObserveFlink(flink.cluster, sources_, flink.now);
+}
+
+std::map<std::string, std::vector<analysis::StoredJobPositions>> Replayer::StoredPositions() const {
+  std::map<std::string, std::vector<analysis::StoredJobPositions>> joined;
+  for (const auto& [name, readings] : stores_) joined[name] = readings.Join(sources_);
+  return joined;
 }
 
 Result<std::size_t> ReplayTrace(const std::string& path, const ReplayStep& step,
@@ -48,7 +61,7 @@ Result<std::size_t> ReplayTrace(const std::string& path, const ReplayStep& step,
     if (!*event) return events;
     const auto findings = replayer.Apply(**event);
     ++events;
-    step(**event, findings.get());
+    step(**event, findings.get(), replayer);
   }
 }
 
@@ -65,6 +78,21 @@ std::vector<std::string> DiagnosisLines(const analysis::Findings& findings) {
                                 shown(finding.group), shown(finding.job_name),
                                 analysis::CauseName(finding.cause),
                                 evidence.empty() ? "none" : evidence));
+  }
+  return lines;
+}
+
+std::vector<std::string> StoreLines(
+    const std::map<std::string, std::vector<analysis::StoredJobPositions>>& stores) {
+  std::vector<std::string> lines;
+  for (const auto& [store, jobs] : stores) {
+    for (const analysis::StoredJobPositions& job : jobs) {
+      for (const analysis::StoredTopic& topic : job.topics) {
+        lines.push_back(fmt::format(
+            "store:{}/{}/{}: {} (partitions: {})", store, job.job_name, topic.topic,
+            topic.beyond_log_end > 0 ? "beyond_log_end" : "within", topic.beyond_log_end));
+      }
+    }
   }
   return lines;
 }
@@ -89,7 +117,15 @@ std::string FormatUnixTime(double unix_seconds) {
 
 namespace {
 
-void PrintStep(std::FILE* out, const TraceEvent& event, const analysis::Findings* findings) {
+// The time, the event, its source and whether its poll failed.
+template <typename Event>
+void PrintHeading(std::FILE* out, const TraceEvent& event, const Event& polled) {
+  fmt::print(out, "{} {} {}{}\n", FormatUnixTime(polled.now), EventName(event), polled.cluster,
+             polled.snapshot ? "" : " (poll failed)");
+}
+
+void PrintStep(std::FILE* out, const TraceEvent& event, const analysis::Findings* findings,
+               const Replayer& replayer) {
   if (const auto* retain = std::get_if<RetainEvent>(&event)) {
     fmt::print(out, "retain kafka=[{}] flink=[{}]\n", fmt::join(retain->kafka_clusters, ","),
                fmt::join(retain->flink_clusters, ","));
@@ -99,25 +135,32 @@ void PrintStep(std::FILE* out, const TraceEvent& event, const analysis::Findings
     fmt::print(out, "config\n");
     return;
   }
+  if (const auto* store = std::get_if<StoreEvent>(&event)) {
+    PrintHeading(out, event, *store);
+    for (const std::string& line : StoreLines(replayer.StoredPositions())) {
+      fmt::print(out, "  {}\n", line);
+    }
+    return;
+  }
   if (findings == nullptr) return;  // a source's state, read by the next observation
-  const bool kafka = std::holds_alternative<KafkaEvent>(event);
-  const std::string& cluster =
-      kafka ? std::get<KafkaEvent>(event).cluster : std::get<FlinkEvent>(event).cluster;
-  const double now = kafka ? std::get<KafkaEvent>(event).now : std::get<FlinkEvent>(event).now;
-  const bool down = kafka ? !std::get<KafkaEvent>(event).snapshot.has_value()
-                          : !std::get<FlinkEvent>(event).snapshot.has_value();
-  fmt::print(out, "{} {} {}{}\n", FormatUnixTime(now), EventName(event), cluster,
-             down ? " (poll failed)" : "");
+  if (const auto* kafka = std::get_if<KafkaEvent>(&event)) {
+    PrintHeading(out, event, *kafka);
+  } else {
+    PrintHeading(out, event, std::get<FlinkEvent>(event));
+  }
   for (const std::string& line : DiagnosisLines(*findings)) fmt::print(out, "  {}\n", line);
+  // A render follows every poll: the stores' entries are judged against the newest log ends.
+  for (const std::string& line : StoreLines(replayer.StoredPositions())) {
+    fmt::print(out, "  {}\n", line);
+  }
 }
 
 }  // namespace
 
 int RunReplayCommand(const std::string& path, std::FILE* out, std::FILE* err) {
-  const auto replayed =
-      ReplayTrace(path, [out](const TraceEvent& event, const analysis::Findings* findings) {
-        PrintStep(out, event, findings);
-      });
+  const auto replayed = ReplayTrace(
+      path, [out](const TraceEvent& event, const analysis::Findings* findings,
+                  const Replayer& replayer) { PrintStep(out, event, findings, replayer); });
   std::fflush(out);
   if (!replayed) {
     fmt::print(err, "lagsight replay: {}\n", replayed.error().message);

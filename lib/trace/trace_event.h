@@ -9,6 +9,9 @@
 //   flink   one Flink cluster's latest poll: what of its FlinkClusterConfig the analysis reads
 //           (name, kafka_cluster, groups mappings; never credentials, URLs or TLS files) and the
 //           whole flink::FlinkSnapshot (none: it failed).
+//   store   one position store's latest reading (stores::StoreSnapshot, none: it failed), as
+//           its poll ended; the analysis does not read it, a replay joins it with the log as a
+//           render does (analysis::StoreReadings).
 // A kafka or flink event with `observe` set is a poll the analyzer was handed (ObserveKafka or
 // ObserveFlink at `now`); without it, it only updates that source's latest state, which the next
 // observation of another source reads (the recorder writes such events for sources that changed
@@ -23,6 +26,7 @@
 #include "config/config.h"
 #include "flink/snapshot.h"
 #include "kafka/snapshot.h"
+#include "stores/snapshot.h"
 
 namespace lagsight::trace {
 
@@ -50,9 +54,16 @@ struct FlinkEvent {
   std::optional<flink::FlinkSnapshot> snapshot;
 };
 
-using TraceEvent = std::variant<ConfigEvent, RetainEvent, KafkaEvent, FlinkEvent>;
+struct StoreEvent {
+  std::string cluster;  // the store's name
+  double now = 0;
+  bool observe = true;                            // always: each is a poll that ended
+  std::optional<stores::StoreSnapshot> snapshot;  // none: the poll failed
+};
 
-// "config", "retain", "kafka" or "flink", as the trace names the event.
+using TraceEvent = std::variant<ConfigEvent, RetainEvent, KafkaEvent, FlinkEvent, StoreEvent>;
+
+// "config", "retain", "kafka", "flink" or "store", as the trace names the event.
 const char* EventName(const TraceEvent& event);
 
 }  // namespace lagsight::trace

@@ -9,6 +9,7 @@
 #include "trace/flink_snapshot_json.h"
 #include "trace/json_text.h"
 #include "trace/kafka_snapshot_json.h"
+#include "trace/store_snapshot_json.h"
 
 namespace lagsight::trace {
 
@@ -83,13 +84,19 @@ TraceEvent ReadEvent(json::object o) {
     if (!snapshot.is_null()) event.snapshot = ReadFlinkSnapshot(snapshot);
     return event;
   }
+  if (name == "store") {
+    auto event = ReadObservation<StoreEvent>(o);
+    const json::element snapshot = Field(o, "snapshot");
+    if (!snapshot.is_null()) event.snapshot = ReadStoreSnapshot(snapshot);
+    return event;
+  }
   throw json::FormatError("unknown event \"" + name + "\"");
 }
 
 }  // namespace
 
 const char* EventName(const TraceEvent& event) {
-  constexpr const char* kNames[] = {"config", "retain", "kafka", "flink"};
+  constexpr const char* kNames[] = {"config", "retain", "kafka", "flink", "store"};
   return kNames[event.index()];
 }
 
@@ -143,6 +150,20 @@ std::string FormatFlinkEvent(std::string_view cluster, double now, bool observe,
   return out;
 }
 
+std::string FormatStoreEvent(std::string_view store, double now,
+                             const stores::StoreSnapshot* snapshot) {
+  std::string out = Opening("store");
+  AppendObservation(out, store, now, true);
+  out += ",\"snapshot\":";
+  if (snapshot == nullptr) {
+    out += "null";
+  } else {
+    AppendStoreSnapshot(out, *snapshot);
+  }
+  out += "}\n";
+  return out;
+}
+
 std::string FormatTraceEvent(const TraceEvent& event) {
   struct Formatter {
     std::string operator()(const ConfigEvent& e) const { return FormatConfigEvent(e.diagnosis); }
@@ -155,6 +176,9 @@ std::string FormatTraceEvent(const TraceEvent& event) {
     std::string operator()(const FlinkEvent& e) const {
       return FormatFlinkEvent(e.cluster, e.now, e.observe, e.config,
                               e.snapshot ? &*e.snapshot : nullptr);
+    }
+    std::string operator()(const StoreEvent& e) const {
+      return FormatStoreEvent(e.cluster, e.now, e.snapshot ? &*e.snapshot : nullptr);
     }
   };
   return std::visit(Formatter{}, event);

@@ -25,6 +25,8 @@ std::string FormatKafkaEvent(std::string_view cluster, double now, bool observe,
 std::string FormatFlinkEvent(std::string_view cluster, double now, bool observe,
                              const config::FlinkClusterConfig& config,
                              const flink::FlinkSnapshot* snapshot);
+std::string FormatStoreEvent(std::string_view store, double now,
+                             const stores::StoreSnapshot* snapshot);
 std::string FormatTraceEvent(const TraceEvent& event);
 
 // One line (without its '\n'). The error says what is wrong, e.g. "not JSON: ..." or

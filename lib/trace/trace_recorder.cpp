@@ -72,6 +72,21 @@ void TraceRecorder::RecordFlinkObservation(const std::string& cluster,
   RecordObservation({Kind::kFlink, cluster}, sources, now);
 }
 
+void TraceRecorder::RecordStoreReading(const std::string& store,
+                                       const analysis::SourcesView& sources, double now) {
+  if (file_ == nullptr) return;
+  if (bytes_in_file_ >= max_bytes_) {
+    if (auto started = StartFile(); !started) {
+      Fail(started.error().message);
+      return;
+    }
+  }
+  const auto reading = sources.stores.find(store);
+  Write(FormatStoreEvent(store, now,
+                         reading != sources.stores.end() ? reading->second.get() : nullptr));
+  Flush();
+}
+
 void TraceRecorder::RecordObservation(const SourceKey& observed,
                                       const analysis::SourcesView& sources, double now) {
   if (file_ == nullptr) return;

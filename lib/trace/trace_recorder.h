@@ -44,6 +44,9 @@ class TraceRecorder {
                               double now);
   void RecordFlinkObservation(const std::string& cluster, const analysis::SourcesView& sources,
                               double now);
+  // Position store `store`'s poll ended at `now`: its latest reading in `sources` (none: failed).
+  void RecordStoreReading(const std::string& store, const analysis::SourcesView& sources,
+                          double now);
 
   // False once a write failed.
   bool recording() const { return file_ != nullptr; }

@@ -222,6 +222,7 @@ def test_store_beyond_log_end_judged_at_default_polls(session_broker, lagsight_b
             # 2. An entry planted beyond the log end stays there: flagged within two store polls.
             redis.cli("HSET", key, "2", "1000000")
             planted = time.monotonic()
+            print(f"planted partition 2 = 1000000 at unix {time.time():.1f}")
             lagsight.wait_for(
                 lambda m: sum(promtext.select(m, "lagsight_store_partitions_beyond_log_end",
                                               **labels).values()) == 1,

@@ -11,6 +11,9 @@
 //   expect CLUSTER/GROUP/JOB CAUSE   the pair shows CAUSE at some poll
 //   never  CLUSTER/GROUP/JOB CAUSE   ... and never CAUSE (a false cause the scenario ruled out)
 //   only   CLUSTER/GROUP/JOB A,B,... it shows no cause but these (no false cause at all)
+//          (a store's entries are "store:NAME/JOB/TOPIC", their causes beyond_log_end and within)
+//   never PAIR CAUSE until +S        ... before S seconds into the timeline (after S, the
+//                                    scenario made it true on purpose)
 //   continuous CLUSTER/GROUP/JOB S   once shown, the pair is never without a diagnosis line for
 //                                    more than S seconds (a job redeployed under its name keeps
 //                                    its pair: the line is by job name)
@@ -56,17 +59,30 @@ std::vector<std::string> CauseTimeline(const fs::path& trace) {
   std::map<std::string, std::string> current;  // pair -> its line
   std::optional<double> first;
   const auto replayed = trace::ReplayTrace(
-      trace.string(), [&](const trace::TraceEvent& event, const analysis::Findings* findings) {
-        if (findings == nullptr) return;
-        const double now = std::holds_alternative<trace::KafkaEvent>(event)
+      trace.string(), [&](const trace::TraceEvent& event, const analysis::Findings* findings,
+                          const trace::Replayer& replayer) {
+        const auto* store = std::get_if<trace::StoreEvent>(&event);
+        if (findings == nullptr && store == nullptr) return;
+        const double now = store != nullptr ? store->now
+                           : std::holds_alternative<trace::KafkaEvent>(event)
                                ? std::get<trace::KafkaEvent>(event).now
                                : std::get<trace::FlinkEvent>(event).now;
         if (!first) first = now;
         char at[32];
         std::snprintf(at, sizeof at, "+%.1f ", now - *first);
+        // A render follows every poll: the stores' entries are judged with the log then.
         std::map<std::string, std::string> seen;
-        for (const std::string& line : trace::DiagnosisLines(*findings)) {
+        for (const std::string& line : trace::StoreLines(replayer.StoredPositions())) {
           seen[PairAndCause(line).first] = line;
+        }
+        if (findings != nullptr) {
+          for (const std::string& line : trace::DiagnosisLines(*findings)) {
+            seen[PairAndCause(line).first] = line;
+          }
+        } else {
+          for (const auto& [pair, line] : current) {  // the diagnosis stands until the next one
+            if (!pair.starts_with("store:") && !line.empty()) seen[pair] = line;
+          }
         }
         for (const auto& [pair, line] : seen) {
           if (current[pair] != line) timeline.push_back(at + line);
@@ -133,29 +149,32 @@ TEST_CASE("recorded scenarios replay to the judgements they were kept with, and 
               (i < timeline.size() ? timeline[i] : "(end)"));
     }
 
-    std::map<std::string, std::set<std::string>> causes_of;  // pair -> every cause shown
+    // pair -> every cause shown, with when it was first shown
+    std::map<std::string, std::map<std::string, double>> causes_of;
     for (const std::string& line : timeline) {
       const std::string change = line.substr(line.find(' ') + 1);
       const auto [pair, cause] = PairAndCause(change);
-      if (cause != "(none)") causes_of[pair].insert(cause);  // the pair went away
+      if (cause != "(none)") causes_of[pair].try_emplace(cause, SecondsOf(line));
     }
     int rules = 0;
     for (const std::string& rule : ReadLines(folder / "truth.txt")) {
       if (rule.empty() || rule[0] == '#') continue;
       std::istringstream words(rule);
-      std::string kind, pair, cause;
-      words >> kind >> pair >> cause;
+      std::string kind, pair, cause, until, bound;
+      words >> kind >> pair >> cause >> until >> bound;
+      const double before = until == "until" ? std::stod(bound.substr(1)) : 1e300;
       CAPTURE(rule);
       REQUIRE((kind == "expect" || kind == "never" || kind == "only" || kind == "continuous"));
       if (kind == "continuous") CHECK(LongestGap(timeline, pair) <= std::stod(cause));
       ++rules;
       if (kind == "expect") CHECK(causes_of[pair].contains(cause));
-      if (kind == "never") CHECK_FALSE(causes_of[pair].contains(cause));
+      if (kind == "never") CHECK_FALSE((causes_of[pair].contains(cause) &&
+                                        causes_of[pair].at(cause) < before));
       if (kind == "only") {
         std::set<std::string> allowed;
         std::istringstream list(cause);
         for (std::string one; std::getline(list, one, ',');) allowed.insert(one);
-        for (const std::string& shown : causes_of[pair]) {
+        for (const auto& [shown, at] : causes_of[pair]) {
           CAPTURE(shown);
           CHECK(allowed.contains(shown));
         }

@@ -202,8 +202,9 @@ class Scenario {
 
 std::vector<std::string> Replayed(const std::string& path) {
   std::vector<std::string> seen;
-  const auto replayed = trace::ReplayTrace(
-      path, [&](const trace::TraceEvent& event, const analysis::Findings* findings) {
+  const auto replayed =
+      trace::ReplayTrace(path, [&](const trace::TraceEvent& event,
+                                   const analysis::Findings* findings, const trace::Replayer&) {
         const auto* kafka = std::get_if<trace::KafkaEvent>(&event);
         if (findings != nullptr && !(kafka && kafka->cluster == "dr")) {
           seen.push_back(Describe(*findings));

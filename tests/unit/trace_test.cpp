@@ -185,6 +185,35 @@ TEST_CASE("trace: a Flink snapshot with every field set round-trips byte for byt
   CHECK(flink.config.kafka_cluster == "prod");
 }
 
+TEST_CASE("trace: a position store's reading round-trips byte for byte", "[trace]") {
+  stores::StoreSnapshot snapshot;
+  stores::StoredJob job;
+  job.flink_cluster = "prod-flink";
+  job.job_id = "a1b2";
+  job.job_name = "enrich";
+  job.topics = {"orders", "orders.v2"};
+  job.keys = {"flink:offsets:orders", "flink:offsets:orders.v2"};
+  job.offsets = {{{"orders", 0}, 5807}, {{"orders", 1}, 12}};
+  job.updated_at_unix_seconds = 1'765'000'000.5;
+  job.unread_topics = {"orders.v2"};
+  snapshot.jobs = {job, stores::StoredJob{}};
+  snapshot.partial_errors = {"flink:offsets:orders field \"x\": not an offset"};
+  snapshot.requested_at = 1'765'000'001.25;
+  snapshot.read_until = 1'765'000'001.5;
+  const std::string line = trace::FormatStoreEvent("redis", 1'765'000'002, &snapshot);
+  CHECK(RoundTrip(line) == line);
+  const auto event = trace::ParseTraceEvent(line.substr(0, line.size() - 1));
+  REQUIRE(event.ok());
+  const auto& store = std::get<trace::StoreEvent>(*event);
+  CHECK(store.cluster == "redis");
+  REQUIRE(store.snapshot);
+  CHECK(store.snapshot->jobs[0].offsets == job.offsets);
+  CHECK(store.snapshot->jobs[0].unread_topics == job.unread_topics);
+  CHECK(store.snapshot->read_until == snapshot.read_until);
+  const std::string failed = trace::FormatStoreEvent("redis", 3, nullptr);
+  CHECK(RoundTrip(failed) == failed);
+}
+
 TEST_CASE("trace: the Flink cluster's secrets, URL and TLS files are never written", "[trace]") {
   const std::string line =
       trace::FormatFlinkEvent("flink-prod", 3, true, FlinkConfigWithSecrets(), nullptr);
