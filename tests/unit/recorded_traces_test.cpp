@@ -168,8 +168,8 @@ TEST_CASE("recorded scenarios replay to the judgements they were kept with, and 
       if (kind == "continuous") CHECK(LongestGap(timeline, pair) <= std::stod(cause));
       ++rules;
       if (kind == "expect") CHECK(causes_of[pair].contains(cause));
-      if (kind == "never") CHECK_FALSE((causes_of[pair].contains(cause) &&
-                                        causes_of[pair].at(cause) < before));
+      if (kind == "never")
+        CHECK_FALSE((causes_of[pair].contains(cause) && causes_of[pair].at(cause) < before));
       if (kind == "only") {
         std::set<std::string> allowed;
         std::istringstream list(cause);
