@@ -92,6 +92,15 @@ void AppendUint(std::string& out, std::uint64_t value) {
   out.append(buffer, end);
 }
 
+void AppendStrings(std::string& out, const std::vector<std::string>& strings) {
+  out += '[';
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendString(out, strings[i]);
+  }
+  out += ']';
+}
+
 element Field(object o, std::string_view key) {
   element value;
   if (o[key].get(value)) throw FormatError("missing key \"" + std::string(key) + "\"");
@@ -116,6 +125,12 @@ std::string ReadString(element e, std::string_view what) {
   std::string_view hex;
   if (!e.get(o) && o.size() == 1 && !o["hex"].get(hex)) return StringFromHex(hex, what);
   Wrong(what, "a string");
+}
+
+std::vector<std::string> ReadStrings(element e, std::string_view what) {
+  std::vector<std::string> strings;
+  for (const element item : ReadArray(e, what)) strings.push_back(ReadString(item, what));
+  return strings;
 }
 
 double ReadDouble(element e, std::string_view what) {

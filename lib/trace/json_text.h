@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lagsight::trace::json {
 
@@ -25,6 +26,7 @@ void AppendDouble(std::string& out, double value);
 void AppendInt(std::string& out, std::int64_t value);
 void AppendUint(std::string& out, std::uint64_t value);
 inline void AppendBool(std::string& out, bool value) { out += value ? "true" : "false"; }
+void AppendStrings(std::string& out, const std::vector<std::string>& strings);
 
 // `value` appended with `append`, or null.
 template <typename T, typename Append>
@@ -48,6 +50,7 @@ using simdjson::dom::object;
 
 // `what` names the value in the error ("groups[].id" style, as the caller knows it).
 element Field(object o, std::string_view key);
+std::vector<std::string> ReadStrings(element e, std::string_view what);
 object ReadObject(element e, std::string_view what);
 array ReadArray(element e, std::string_view what);
 std::string ReadString(element e, std::string_view what);

@@ -9,11 +9,13 @@ namespace {
 
 using json::AppendInt;
 using json::AppendString;
+using json::AppendStrings;
 using json::At;
 using json::Field;
 using json::ReadArray;
 using json::ReadInt;
 using json::ReadString;
+using json::ReadStrings;
 using json::ReadTuple;
 
 void AppendOptionalInt(std::string& out, const std::optional<std::int64_t>& value) {
@@ -22,21 +24,6 @@ void AppendOptionalInt(std::string& out, const std::optional<std::int64_t>& valu
 
 std::optional<std::int64_t> ReadOptionalInt(json::element e, std::string_view what) {
   return json::ReadOptional(e, what, ReadInt);
-}
-
-void AppendStrings(std::string& out, const std::vector<std::string>& strings) {
-  out += '[';
-  for (std::size_t i = 0; i < strings.size(); ++i) {
-    if (i > 0) out += ',';
-    AppendString(out, strings[i]);
-  }
-  out += ']';
-}
-
-std::vector<std::string> ReadStrings(json::element e, std::string_view what) {
-  std::vector<std::string> strings;
-  for (const json::element item : ReadArray(e, what)) strings.push_back(ReadString(item, what));
-  return strings;
 }
 
 // Partition counts by topic, as [[topic, count], ...].

@@ -9,25 +9,12 @@ namespace lagsight::trace {
 namespace {
 
 using json::AppendString;
+using json::AppendStrings;
 using json::At;
 using json::Field;
 using json::ReadArray;
 using json::ReadString;
-
-void AppendStrings(std::string& out, const std::vector<std::string>& strings) {
-  out += '[';
-  for (std::size_t i = 0; i < strings.size(); ++i) {
-    if (i > 0) out += ',';
-    AppendString(out, strings[i]);
-  }
-  out += ']';
-}
-
-std::vector<std::string> ReadStrings(json::element e, std::string_view what) {
-  std::vector<std::string> strings;
-  for (const json::element item : ReadArray(e, what)) strings.push_back(ReadString(item, what));
-  return strings;
-}
+using json::ReadStrings;
 
 double ReadTime(json::element e, std::string_view what) {
   const double time = json::ReadDouble(e, what);

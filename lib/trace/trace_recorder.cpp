@@ -74,13 +74,7 @@ void TraceRecorder::RecordFlinkObservation(const std::string& cluster,
 
 void TraceRecorder::RecordStoreReading(const std::string& store,
                                        const analysis::SourcesView& sources, double now) {
-  if (file_ == nullptr) return;
-  if (bytes_in_file_ >= max_bytes_) {
-    if (auto started = StartFile(); !started) {
-      Fail(started.error().message);
-      return;
-    }
-  }
+  if (!ReadyToWrite()) return;
   const auto reading = sources.stores.find(store);
   Write(FormatStoreEvent(store, now,
                          reading != sources.stores.end() ? reading->second.get() : nullptr));
@@ -89,13 +83,7 @@ void TraceRecorder::RecordStoreReading(const std::string& store,
 
 void TraceRecorder::RecordObservation(const SourceKey& observed,
                                       const analysis::SourcesView& sources, double now) {
-  if (file_ == nullptr) return;
-  if (bytes_in_file_ >= max_bytes_) {
-    if (auto started = StartFile(); !started) {
-      Fail(started.error().message);
-      return;
-    }
-  }
+  if (!ReadyToWrite()) return;
   for (const auto& [name, poll] : sources.kafka) {
     if (SourceKey key{Kind::kKafka, name}; key != observed) WriteSource(key, sources, now, false);
   }
@@ -137,6 +125,17 @@ void TraceRecorder::WriteSource(const SourceKey& key, const analysis::SourcesVie
         static_cast<const flink::FlinkSnapshot*>(snapshot.get())));
   }
   written_[key] = {snapshot, config};
+}
+
+bool TraceRecorder::ReadyToWrite() {
+  if (file_ == nullptr) return false;
+  if (bytes_in_file_ >= max_bytes_) {
+    if (auto started = StartFile(); !started) {
+      Fail(started.error().message);
+      return false;
+    }
+  }
+  return true;
 }
 
 void TraceRecorder::Write(const std::string& line) {

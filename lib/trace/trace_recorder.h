@@ -74,6 +74,9 @@ class TraceRecorder {
   // last written of it.
   void WriteSource(const SourceKey& key, const analysis::SourcesView& sources, double now,
                    bool observe);
+  // False when nothing can be written: recording stopped, or the file at its bound could not
+  // be replaced by a new one (a new file begins here otherwise).
+  bool ReadyToWrite();
   void Write(const std::string& line);
   void Flush();
   void Fail(const std::string& what);
