@@ -310,14 +310,29 @@ class Judgement::Round {
     return finding;
   }
 
-  // A job redeployed or upgraded under the same name is the same job to its group: its pair
-  // starts from the active verdict of its predecessor's pair (whose job is gone or handing
-  // over), and changes from there as any verdict does. Without it the group had no diagnosis
-  // for the two polls a new verdict takes to confirm (14-46 s at the default polls).
+  // A pair whose job or group is new to it is still the same job, or the same job to its group,
+  // and starts from the active verdict it had under its earlier key, then changes from there as
+  // any verdict does. Without it the job had no diagnosis for the two polls a new verdict takes
+  // to confirm (14-46 s at the default polls):
+  //  - the job's group became known (Flink reports a committedOffset that matches it up to a
+  //    metrics refresh after the first commit): its pair without a group, if that has no joins
+  //    any more;
+  //  - a job redeployed or upgraded under the same name: its predecessor's pair (whose job is
+  //    gone or handing over).
   void InheritVerdict(const PairKey& key, const std::string& job_name, PairState& pair) const {
     pair.handed_over_until = 0;  // it reports now: judged on its own evidence from here
     if (pair.verdict.active()) return;
     const auto& [cluster, group, job_id] = key;
+    if (!group.empty()) {
+      // One lookup, not a scan: every pair lacks a verdict for its first polls.
+      const PairKey unknown_group{cluster, "", job_id};
+      if (const auto before = pairs_.find(unknown_group); before != pairs_.end() &&
+                                                          before->second.verdict.active() &&
+                                                          !pair_inputs_.contains(unknown_group)) {
+        pair.verdict = before->second.verdict;
+        return;
+      }
+    }
     for (auto other = pairs_.lower_bound({cluster, group, ""});
          other != pairs_.end() && std::get<0>(other->first) == cluster &&
          std::get<1>(other->first) == group;

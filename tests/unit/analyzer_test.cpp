@@ -617,6 +617,46 @@ TEST_CASE("routine: a redeployed job that does not report yet keeps its pair's d
   }
 }
 
+// A new job is judged on its own (no group) until Flink reports a committedOffset that matches
+// its group: up to a metrics refresh after its first commit. The pair then moved to the group and
+// its verdict started over, so the job had no diagnosis series for two polls; cancelled in
+// between (CI, test_routine_operations[2.x-offset-reset]), the job left no verdict to hand over
+// and its successor had none for 12 s. The job is the same job with its group known: its verdict
+// goes with it.
+TEST_CASE("routine: a job whose group becomes known keeps its diagnosis", "[analysis]") {
+  for (const double poll : {1.0, 15.0}) {  // the suite's poll, and lagsight's default
+    CAPTURE(poll);
+    World world = HealthyJob();
+    world.poll_seconds = poll;
+    world.job_start = world.now;       // submitted just now
+    world.fetch_interval_ms = 10'000;  // Flink's default metrics refresh
+    int polls_without = 0;
+    bool shown = false;
+    for (int poll_number = 0; poll_number < static_cast<int>(120 / poll); ++poll_number) {
+      SteadyJob(world, poll_number);
+      world.latest_completed_ms = static_cast<std::int64_t>((world.now + poll) * 1000);
+      if (poll_number * poll < 20) {  // Flink's reader metrics: no commit reported yet
+        world.job_committed = -1;
+        world.commits_succeeded = 0;
+      }
+      const auto findings = world.Poll();
+      world.last_ = findings;
+      const auto cause = World::CauseOf(*findings, "enrich", "job-1")
+                             ? World::CauseOf(*findings, "enrich", "job-1")
+                             : World::CauseOf(*findings, "", "job-1");
+      if (cause) {
+        CHECK(*cause == Cause::kHealthy);
+        shown = true;
+      } else if (shown) {
+        ++polls_without;
+      }
+    }
+    CHECK(shown);
+    CHECK(World::CauseOf(*world.last_, "enrich", "job-1") == Cause::kHealthy);
+    CHECK(polls_without == 0);
+  }
+}
+
 TEST_CASE("routine: a fresh start from earliest on an existing group is a replay", "[analysis]") {
   World world = HealthyJob();
   world.Run(60, "enrich", "job-1", [&](int s) { SteadyJob(world, s); });

@@ -16,7 +16,8 @@
 //                                    scenario made it true on purpose)
 //   continuous CLUSTER/GROUP/JOB S   once shown, the pair is never without a diagnosis line for
 //                                    more than S seconds (a job redeployed under its name keeps
-//                                    its pair: the line is by job name)
+//                                    its pair: the line is by job name); GROUP "*" is any group
+//                                    of the job (its group became known, or changed)
 // with "-" for a pair without group or job, and `#` comments naming the ground truth.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -98,18 +99,33 @@ std::vector<std::string> CauseTimeline(const fs::path& trace) {
 
 double SecondsOf(const std::string& line) { return std::stod(line.substr(1, line.find(' '))); }
 
+// Whether the timeline's `shown` pair is `pair`, where a `*` group stands for any group (a job
+// whose group becomes known, or changes, is still one job: the suite watches it by name).
+bool SamePair(const std::string& pair, const std::string& shown) {
+  const std::size_t any = pair.find("/*/");
+  if (any == std::string::npos) return shown == pair;
+  const std::size_t group = shown.find('/');
+  const std::size_t job = shown.find('/', group + 1);
+  return group != std::string::npos && job != std::string::npos &&
+         shown.substr(0, group) == pair.substr(0, any) &&
+         shown.substr(job + 1) == pair.substr(any + 3);
+}
+
 // The longest time `pair` was without a diagnosis line after it first had one (to the
 // timeline's last change when it never came back).
 double LongestGap(const std::vector<std::string>& timeline, const std::string& pair) {
-  double gone_at = -1;  // when the pair's line went away; -1 while it is shown
+  std::set<std::string> showing;  // the matching pairs with a line now
+  double gone_at = -1;            // when the last of them went away; -1 while one is shown
   double longest = 0;
   for (const std::string& line : timeline) {
     const auto [shown, cause] = PairAndCause(line.substr(line.find(' ') + 1));
-    if (shown != pair) continue;
+    if (!SamePair(pair, shown)) continue;
     if (cause == "(none)") {
-      gone_at = SecondsOf(line);
-    } else if (gone_at >= 0) {
-      longest = std::max(longest, SecondsOf(line) - gone_at);
+      showing.erase(shown);
+      if (showing.empty()) gone_at = SecondsOf(line);
+    } else {
+      showing.insert(shown);
+      if (gone_at >= 0) longest = std::max(longest, SecondsOf(line) - gone_at);
       gone_at = -1;
     }
   }
