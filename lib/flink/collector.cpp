@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <exception>
 
+#include "flink/job_graph_parsers.h"
 #include "flink/rest_parsers.h"
 
 namespace lagsight::flink {
@@ -50,13 +51,16 @@ struct Collector::JobOutcome {
 
 // Shared by a poll and its per-job coroutines, so none of them points into another's frame.
 struct Collector::PollState {
-  PollState(asio::any_io_executor executor, std::vector<JobOverview> to_poll, Clock::time_point end)
+  PollState(asio::any_io_executor executor, std::vector<JobOverview> to_poll, Clock::time_point end,
+            std::set<std::string> inspected)
       : jobs(std::move(to_poll)),
+        inspect(std::move(inspected)),
         outcomes(this->jobs.size()),
         remaining(this->jobs.size()),
         deadline(end),
         all_done(std::move(executor), Clock::time_point::max()) {}
   std::vector<JobOverview> jobs;
+  std::set<std::string> inspect;  // the jobs whose vertices' load this poll reads
   std::vector<JobOutcome> outcomes;
   std::size_t remaining;
   Clock::time_point deadline;
@@ -204,7 +208,17 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
   // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight, and ends
   // each by the poll's deadline, so every job's coroutine is done soon after it.
   const auto executor = co_await asio::this_coro::executor;
-  auto state = std::make_shared<PollState>(executor, std::move(live), deadline);
+  std::set<std::string> inspect;
+  for (const std::string& id : inspect_) {
+    if (inspect.size() == kMaxInspectedJobs) {
+      snapshot.partial_errors.push_back(std::to_string(inspect_.size()) +
+                                        " jobs are behind; the load of the first " +
+                                        std::to_string(kMaxInspectedJobs) + " by id is read");
+      break;
+    }
+    inspect.insert(id);
+  }
+  auto state = std::make_shared<PollState>(executor, std::move(live), deadline, std::move(inspect));
   co_await PollJobsConcurrently(state);
 
   if (Clock::now() >= deadline) {
@@ -325,6 +339,37 @@ asio::awaitable<bool> Collector::ReadSources(Clock::time_point deadline, FlinkJo
   co_return true;
 }
 
+asio::awaitable<void> Collector::ReadVertexLoads(const std::string& base,
+                                                 Clock::time_point deadline, FlinkJob& job,
+                                                 std::vector<std::string>& anomalies) {
+  std::size_t read = 0;
+  for (Vertex& vertex : job.vertices) {
+    if (read++ == kMaxInspectedVertices) {
+      anomalies.push_back("the load of the first " + std::to_string(kMaxInspectedVertices) +
+                          " of " + std::to_string(job.vertices.size()) + " vertices is read");
+      break;
+    }
+    if (!IsFlinkId(vertex.id)) {
+      anomalies.push_back("vertex \"" + Printable(vertex.name) + "\": id \"" +
+                          Printable(vertex.id) + "\" is not a Flink vertex id; load not read");
+      continue;
+    }
+    const std::string path =
+        base + "/vertices/" + PercentEncode(vertex.id) + "/subtasks/metrics?" + VertexLoadQuery();
+    auto answer = co_await http_->Get(path, deadline);
+    if (!answer || answer->status != 200) {
+      anomalies.push_back("GET " + path + ": " + Describe(answer));
+      continue;
+    }
+    auto load = ParseVertexLoad(answer->body, &anomalies);
+    if (!load) {
+      anomalies.push_back(load.error().message);
+      continue;
+    }
+    vertex.load = std::move(load).value();
+  }
+}
+
 asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::size_t index) {
   const JobOverview& overview = state->jobs[index];
   JobOutcome& outcome = state->outcomes[index];
@@ -342,6 +387,9 @@ asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::
   co_await ReadNumRestarts(base, deadline, job, outcome.anomalies);
   if (!co_await ReadCheckpoints(base, running, deadline, job, outcome)) co_return;
   if (running && !co_await ReadSources(deadline, job, outcome)) co_return;
+  if (running && state->inspect.contains(overview.id)) {
+    co_await ReadVertexLoads(base, deadline, job, outcome.anomalies);
+  }
   outcome.job = std::move(job);
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ class Collector {
   // /jobmanager/config is read on the first poll and again every this many polls.
   static constexpr int kJobManagerConfigRefreshPolls = 10;
 
+  // The running jobs whose vertices' load (Vertex::load) the next polls read: one request per
+  // vertex (GET /jobs/:jid/vertices/:vid/subtasks/metrics, aggregated by Flink), for the jobs the
+  // analysis found behind, so the cost follows the jobs that are behind, not the fleet. At most
+  // kMaxInspectedJobs (the first by id) and kMaxInspectedVertices per job; the rest is noted.
+  void InspectJobs(std::set<std::string> job_ids) { inspect_ = std::move(job_ids); }
+  static constexpr std::size_t kMaxInspectedJobs = 20;
+  static constexpr std::size_t kMaxInspectedVertices = 32;
+
   struct JobOutcome;
   struct PollState;
 
@@ -65,6 +74,10 @@ class Collector {
   // A running job's Kafka sources, each read by PollSource.
   boost::asio::awaitable<bool> ReadSources(std::chrono::steady_clock::time_point deadline,
                                            FlinkJob& job, JobOutcome& outcome);
+  // Vertex::load of each of the job's vertices; what cannot be read is an anomaly.
+  boost::asio::awaitable<void> ReadVertexLoads(const std::string& base,
+                                               std::chrono::steady_clock::time_point deadline,
+                                               FlinkJob& job, std::vector<std::string>& anomalies);
   boost::asio::awaitable<Result<SourceReader>> PollSource(
       const std::string& job_id, const Vertex& vertex,
       std::chrono::steady_clock::time_point deadline, std::vector<std::string>& anomalies);
@@ -75,6 +88,7 @@ class Collector {
   std::unique_ptr<HttpFetch> http_;
   int polls_since_config_read_ = kJobManagerConfigRefreshPolls;
   std::optional<double> metrics_fetch_interval_ms_;
+  std::set<std::string> inspect_;
 };
 
 // Job states whose job is gone for good; such jobs are not exported.

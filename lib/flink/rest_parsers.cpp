@@ -7,98 +7,18 @@
 #include <cmath>
 #include <limits>
 
+#include "flink/json_fields.h"
+
 namespace lagsight::flink {
 namespace {
 
 using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
-
-Result<element> Parse(simdjson::dom::parser& parser, std::string_view body, const char* what) {
-  element root;
-  if (const auto error = parser.parse(body.data(), body.size()).get(root)) {
-    return Error{std::string(what) + ": not JSON: " + simdjson::error_message(error)};
-  }
-  return root;
-}
-
-std::optional<std::string_view> String(object o, std::string_view key) {
-  std::string_view value;
-  if (o[key].get(value)) return std::nullopt;
-  return value;
-}
-
-// Numbers may come as integers, doubles or (metric values) strings.
-std::optional<double> Number(element e) {
-  if (double d; !e.get(d)) return std::isfinite(d) ? std::optional(d) : std::nullopt;
-  if (std::int64_t i; !e.get(i)) return static_cast<double>(i);
-  if (std::uint64_t u; !e.get(u)) return static_cast<double>(u);
-  if (std::string_view s; !e.get(s)) {
-    double d = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(d)) return d;
-  }
-  return std::nullopt;
-}
-
-std::optional<double> Number(object o, std::string_view key) {
-  element e;
-  if (o[key].get(e)) return std::nullopt;
-  return Number(e);
-}
-
-constexpr double kTwoTo63 = 9223372036854775808.0;
-
-std::string Shown(element e) {
-  std::string text = simdjson::minify(e);
-  if (text.size() > 40) text = text.substr(0, 40) + "...";
-  return text;
-}
-
-void Note(Anomalies* anomalies, std::string message) {
-  if (anomalies != nullptr) anomalies->push_back(std::move(message));
-}
-
-// Flink writes -1 for a time it does not know (yet): a value, not an anomaly.
-enum class Minus1 { kIsAnomaly, kMeansUnset };
-
-// A field that can only be a non-negative int64 (a count, an id, a time): empty when absent or
-// not a number; also empty, and noted in `anomalies`, when beyond int64 or negative. No value
-// ever reaches a conversion whose result is undefined.
-std::optional<std::int64_t> Count(object o, std::string_view key, std::string_view what,
-                                  Anomalies* anomalies, Minus1 minus_one = Minus1::kIsAnomaly) {
-  element e;
-  if (o[key].get(e)) return std::nullopt;
-  std::optional<std::int64_t> exact;
-  if (std::int64_t i; !e.get(i)) {
-    exact = i;
-  } else {
-    const auto number = Number(e);
-    if (!number) return std::nullopt;  // not a finite number ("NaN", garbage): not reported
-    if (*number >= -kTwoTo63 && *number < kTwoTo63) exact = static_cast<std::int64_t>(*number);
-  }
-  if (!exact) {
-    Note(anomalies, std::string(what) + "." + std::string(key) + " = " + Shown(e) +
-                        " is beyond the int64 range; left out");
-    return std::nullopt;
-  }
-  if (*exact == -1 && minus_one == Minus1::kMeansUnset) return std::nullopt;
-  if (*exact < 0) {
-    Note(anomalies, std::string(what) + "." + std::string(key) + " = " + std::to_string(*exact) +
-                        " cannot be negative; left out");
-    return std::nullopt;
-  }
-  return exact;
-}
+using namespace json_fields;
 
 bool IsCheckpointingDisabled(unsigned status, std::string_view body) {
   return status == 404 && body.find("Checkpointing has not been enabled") != std::string_view::npos;
-}
-
-Result<object> ObjectOf(element root, const char* what) {
-  object o;
-  if (root.get(o)) return Error{std::string(what) + ": expected a JSON object"};
-  return o;
 }
 
 }  // namespace
@@ -126,31 +46,6 @@ Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body, Anomal
     overview.last_modification_ms =
         Count(o, "last-modification", "jobs overview", anomalies, Minus1::kMeansUnset);
     out.push_back(std::move(overview));
-  }
-  return out;
-}
-
-Result<std::vector<Vertex>> ParseJobVertices(std::string_view body, Anomalies* anomalies) {
-  simdjson::dom::parser parser;
-  auto root = Parse(parser, body, "job details");
-  if (!root) return root.error();
-  auto top = ObjectOf(*root, "job details");
-  if (!top) return top.error();
-  array vertices;
-  if ((*top)["vertices"].get(vertices)) return Error{"job details: no \"vertices\" list"};
-  std::vector<Vertex> out;
-  for (element vertex : vertices) {
-    object o;
-    if (vertex.get(o)) continue;
-    const auto id = String(o, "id");
-    if (!id) continue;
-    auto parallelism = Count(o, "parallelism", "job details", anomalies).value_or(0);
-    if (parallelism > std::numeric_limits<int>::max()) {
-      Note(anomalies, "job details: parallelism " + std::to_string(parallelism) + " is absurd");
-      parallelism = 0;
-    }
-    out.push_back({std::string(*id), std::string(String(o, "name").value_or("")),
-                   static_cast<int>(parallelism)});
   }
   return out;
 }

@@ -27,9 +27,6 @@ using Anomalies = std::vector<std::string>;
 Result<std::vector<JobOverview>> ParseJobsOverview(std::string_view body,
                                                    Anomalies* anomalies = nullptr);
 
-// The vertices of GET /jobs/:jid.
-Result<std::vector<Vertex>> ParseJobVertices(std::string_view body, Anomalies* anomalies = nullptr);
-
 // GET /jobs/:jid/checkpoints; a 404 "Checkpointing has not been enabled." is a state, not an error.
 Result<CheckpointStats> ParseCheckpoints(unsigned http_status, std::string_view body,
                                          Anomalies* anomalies = nullptr);

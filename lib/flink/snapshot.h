@@ -25,10 +25,28 @@ struct JobOverview {
   std::optional<std::int64_t> last_modification_ms{};  // the overview's "last-modification"
 };
 
+// How hard one vertex's subtasks work, from Flink's per-subtask task metrics aggregated by the
+// REST API (GET /jobs/:jid/vertices/:vid/subtasks/metrics?agg=max,avg,sum), each per second of
+// wall time as Flink averages them over its last minute or so. Read only for the jobs the
+// analysis asks about (see Collector::InspectJobs).
+struct VertexLoad {
+  std::optional<double> busy_ms_max;  // busyTimeMsPerSecond of the busiest subtask
+  std::optional<double> busy_ms_avg;
+  std::optional<double> backpressured_ms_max;  // backPressuredTimeMsPerSecond
+  std::optional<double> backpressured_ms_avg;
+  std::optional<double> idle_ms_avg;                 // idleTimeMsPerSecond
+  std::optional<double> records_in_per_second_sum;   // numRecordsInPerSecond, all subtasks
+  std::optional<double> records_out_per_second_sum;  // numRecordsOutPerSecond
+};
+
 struct Vertex {
   std::string id;
   std::string name;
   int parallelism = 0;
+  std::optional<int> max_parallelism{};  // the most it can be rescaled to (key groups)
+  // The vertices it reads from, by id (the job plan's edges); empty for a source.
+  std::vector<std::string> inputs{};
+  std::optional<VertexLoad> load{};
 };
 
 struct CheckpointCounts {

@@ -123,6 +123,7 @@ void RequireValidRanges(const config::DiagnosisConfig& config) {
   RequireInRange("stalled_commit_periods", config.stalled_commit_periods, 1, 1000);
   RequireInRange("restart_loop_restarts", config.restart_loop_restarts, 1, 10000);
   RequireInRange("job_gone_after_ms", seconds(config.job_gone_after), 1, 86400);
+  RequireInRange("catch_up_target_ms", seconds(config.catch_up_target), 10, 7 * 86400);
   for (const config::LatenessTarget& target : config.lateness_targets) {
     RequireInRange("target_ms", seconds(target.target), 0, 1e9);
   }
@@ -140,6 +141,7 @@ void AppendDiagnosisConfig(std::string& out, const config::DiagnosisConfig& conf
   AppendMilliseconds(out, "window", config.window);
   AppendMilliseconds(out, "lag_threshold", config.lag_threshold);
   AppendMilliseconds(out, "job_gone_after", config.job_gone_after);
+  AppendMilliseconds(out, "catch_up_target", config.catch_up_target);
   for (const auto& [key, member] : kRatios) {
     out += ",\"";
     out += key;
@@ -161,6 +163,10 @@ config::DiagnosisConfig ReadDiagnosisConfig(json::element e) {
   config.window = ReadMilliseconds(o, "window");
   config.lag_threshold = ReadMilliseconds(o, "lag_threshold");
   config.job_gone_after = ReadMilliseconds(o, "job_gone_after");
+  // Absent from traces written before the catch-up target existed: its default.
+  if (json::element target; !o["catch_up_target_ms"].get(target)) {
+    config.catch_up_target = std::chrono::milliseconds(json::ReadInt(target, "catch_up_target"));
+  }
   for (const auto& [key, member] : kRatios) {
     config.*member = json::ReadDouble(Field(o, key), key);
   }

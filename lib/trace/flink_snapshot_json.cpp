@@ -1,5 +1,6 @@
 #include "trace/flink_snapshot_json.h"
 
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -52,6 +53,15 @@ void ReadFields(json::object o, Struct& value, const OptionalField<Struct, Numbe
     }
   }
 }
+
+constexpr OptionalField<flink::VertexLoad, double> kLoadNumbers[] = {
+    {"busy_ms_max", &flink::VertexLoad::busy_ms_max},
+    {"busy_ms_avg", &flink::VertexLoad::busy_ms_avg},
+    {"backpressured_ms_max", &flink::VertexLoad::backpressured_ms_max},
+    {"backpressured_ms_avg", &flink::VertexLoad::backpressured_ms_avg},
+    {"idle_ms_avg", &flink::VertexLoad::idle_ms_avg},
+    {"records_in_per_second_sum", &flink::VertexLoad::records_in_per_second_sum},
+    {"records_out_per_second_sum", &flink::VertexLoad::records_out_per_second_sum}};
 
 constexpr OptionalField<flink::JobOverview, std::int64_t> kOverviewNumbers[] = {
     {"start_time_ms", &flink::JobOverview::start_time_ms},
@@ -251,18 +261,57 @@ flink::SourceReader ReadSource(json::element e) {
   return source;
 }
 
+// [id, name, parallelism, max parallelism, inputs, load]; traces written before the job graph
+// was read hold the first three alone.
+void AppendVertex(std::string& out, const flink::Vertex& vertex, bool comma) {
+  out += comma ? ",[" : "[";
+  AppendString(out, vertex.id);
+  out += ',';
+  AppendString(out, vertex.name);
+  out += ',';
+  AppendInt(out, vertex.parallelism);
+  out += ',';
+  json::AppendOptional(out, vertex.max_parallelism, [](std::string& o, int n) { AppendInt(o, n); });
+  out += ',';
+  json::AppendStrings(out, vertex.inputs);
+  out += ',';
+  if (vertex.load) {
+    std::string fields;
+    AppendFields(fields, *vertex.load, kLoadNumbers);
+    out += '{';
+    out += std::string_view(fields).substr(1);  // each field begins with its comma
+    out += '}';
+  } else {
+    out += "null";
+  }
+  out += ']';
+}
+
+flink::Vertex ReadVertex(json::element row) {
+  const json::array entry = ReadArray(row, "vertices[]");
+  if (entry.size() != 3 && entry.size() != 6) ReadTuple(row, 6, "vertices[]");  // says why
+  flink::Vertex vertex;
+  vertex.id = ReadString(At(entry, 0), "vertices[]");
+  vertex.name = ReadString(At(entry, 1), "vertices[]");
+  vertex.parallelism = json::ReadInt32(At(entry, 2), "vertices[]");
+  if (entry.size() == 3) return vertex;
+  vertex.max_parallelism =
+      json::ReadOptional(At(entry, 3), "vertices[].max_parallelism", json::ReadInt32);
+  vertex.inputs = json::ReadStrings(At(entry, 4), "vertices[].inputs");
+  if (!At(entry, 5).is_null()) {
+    flink::VertexLoad load;
+    ReadFields(json::ReadObject(At(entry, 5), "vertices[].load"), load, kLoadNumbers);
+    vertex.load = load;
+  }
+  return vertex;
+}
+
 void AppendJob(std::string& out, const flink::FlinkJob& job) {
   out += "{\"overview\":";
   AppendOverview(out, job.overview);
   out += ",\"vertices\":[";
   for (std::size_t i = 0; i < job.vertices.size(); ++i) {
-    out += i > 0 ? ",[" : "[";
-    AppendString(out, job.vertices[i].id);
-    out += ',';
-    AppendString(out, job.vertices[i].name);
-    out += ',';
-    AppendInt(out, job.vertices[i].parallelism);
-    out += ']';
+    AppendVertex(out, job.vertices[i], i > 0);
   }
   out += ']';
   AppendCheckpoints(out, job);
@@ -281,10 +330,7 @@ flink::FlinkJob ReadJob(json::element e) {
   flink::FlinkJob job;
   job.overview = ReadOverview(Field(o, "overview"));
   for (const json::element row : ReadArray(Field(o, "vertices"), "vertices")) {
-    const json::array entry = ReadTuple(row, 3, "vertices[]");
-    job.vertices.push_back({ReadString(At(entry, 0), "vertices[]"),
-                            ReadString(At(entry, 1), "vertices[]"),
-                            json::ReadInt32(At(entry, 2), "vertices[]")});
+    job.vertices.push_back(ReadVertex(row));
   }
   ReadCheckpoints(o, job);
   for (const json::element item : ReadArray(Field(o, "sources"), "sources")) {

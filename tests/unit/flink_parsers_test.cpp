@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "flink/collector.h"
+#include "flink/job_graph_parsers.h"
 #include "flink/rest_parsers.h"
 
 namespace {
@@ -298,7 +299,8 @@ TEST_CASE("mutated recorded responses never crash a parser", "[flink]") {
       }
       parsed_ok += ParseJobsOverview(body).ok() + ParseJobVertices(body).ok() +
                    ParseCheckpoints(200, body).ok() + ParseCheckpointConfig(200, body).ok() +
-                   ParseMetricValues(body).ok() + ParseMetricIds(body).ok();
+                   ParseMetricValues(body).ok() + ParseMetricIds(body).ok() +
+                   ParseVertexLoad(body).ok();
     }
   }
   CHECK(parsed_ok > 0);  // some mutations stay valid JSON; the point is that none crashed
