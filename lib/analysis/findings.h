@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/bottleneck.h"
 #include "analysis/checkpoint_age.h"
 #include "analysis/diagnosis.h"
 #include "analysis/flink_join.h"
@@ -79,6 +80,8 @@ struct FlinkFindings {
   std::vector<SourceFindings> sources;
   // By job id: the newest completed checkpoint's age as of the start of the Flink poll.
   std::map<std::string, CheckpointAge> checkpoint_ages;
+  // By job id: the vertex that holds the job back, for the jobs whose load was read (behind).
+  std::map<std::string, Bottleneck> bottlenecks;
 };
 
 // One point of a pair's lag over time, for the status page's chart.
@@ -116,6 +119,10 @@ struct DiagnosisFinding {
   std::optional<double> checkpoint_age_seconds;  // pairs with checkpointing
   std::optional<double> checkpoint_interval_seconds;
   std::vector<LagPoint> history;  // oldest first, at most the analyzer's series capacity
+  // A pair that is behind (really_behind or steady_backlog) whose job's load was read: what holds
+  // it back, and what would catch it up within diagnosis.catch_up_target.
+  std::optional<Bottleneck> bottleneck;
+  std::optional<CatchUpPlan> catch_up_plan;
 };
 
 struct Findings {

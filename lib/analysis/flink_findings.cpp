@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/analysis_time.h"
+#include "analysis/bottleneck.h"
 #include "analysis/catch_up.h"
 #include "analysis/checkpoint_age.h"
 #include "analysis/flink_alignment.h"
@@ -122,6 +123,11 @@ void FindFlink(const std::string& flink_cluster, const SourcesView& sources, Fli
   FlinkFindings findings;
   findings.checkpoint_ages =
       CheckpointAges(*view->second.snapshot, KnownAt(view->second.snapshot->requested_at, now));
+  for (const flink::FlinkJob& job : view->second.snapshot->jobs) {
+    if (auto bottleneck = FindBottleneck(job)) {
+      findings.bottlenecks.emplace(job.overview.id, std::move(*bottleneck));
+    }
+  }
   const double kept_for = EarlierCommitsKeptFor(SlowestMetricsRefresh(flink));
   findings.joins = JoinFlinkWithKafka(
       *view->second.config, *view->second.snapshot, kafka_up,

@@ -127,10 +127,30 @@ class Judgement::Round {
                  LagPoints(pair.history), facts, job, std::move(stuck));
       if (finding) {
         AddJoinDetails(inputs, *finding);
+        AddCatchUpPlan(inputs, facts, job, *finding);
         pair.last = finding;
       }
       Emit(key, std::move(finding));
     }
+  }
+
+  // A pair that is behind: the bottleneck of its job (when its load was read) and the
+  // parallelism that drains the pair's backlog (the job's own) within the catch-up target.
+  void AddCatchUpPlan(const PairInputs& inputs, const PairFacts& facts, const JobHistory& job,
+                      DiagnosisFinding& finding) const {
+    if (finding.cause != Cause::kReallyBehind && finding.cause != Cause::kSteadyBacklog) return;
+    const auto& bottlenecks = FlinkOf(job.flink_cluster).findings.bottlenecks;
+    const auto found = bottlenecks.find(finding.job_id);
+    if (found == bottlenecks.end()) return;
+    int partitions = 0;
+    for (const FlinkSourceJoin* join : inputs.joins) {
+      partitions += static_cast<int>(join->partitions.size() + join->unread.size());
+    }
+    finding.bottleneck = found->second;
+    finding.catch_up_plan = PlanCatchUp(
+        found->second, facts.input_rate.value_or(0),
+        static_cast<double>(finding.flink_lag.value_or(0)), Seconds(config_.catch_up_target),
+        partitions > 0 ? std::optional<int>(partitions) : std::nullopt);
   }
 
   // Jobs without joins here: not running, missing, stopping, deploying, or their Flink cluster

@@ -23,6 +23,10 @@ FlinkSource::FlinkSource(asio::io_context& io, config::FlinkClusterConfig config
               .value())) {}
 
 void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
+  {
+    const std::lock_guard lock(behind_mutex_);
+    collector_->InspectJobs(jobs_behind_);
+  }
   asio::co_spawn(
       io_,
       [self = shared_from_this(), collector = collector_,
@@ -78,7 +82,13 @@ void FlinkSource::AddTo(analysis::SourcesView& view) const {
 std::shared_ptr<const analysis::Findings> FlinkSource::Observe(analysis::Analyzer& analyzer,
                                                                const analysis::SourcesView& sources,
                                                                double now_unix_seconds) {
-  return analyzer.ObserveFlink(config_->name, sources, now_unix_seconds);
+  auto findings = analyzer.ObserveFlink(config_->name, sources, now_unix_seconds);
+  if (findings) {
+    std::set<std::string> behind = analysis::JobsBehind(*findings);
+    const std::lock_guard lock(behind_mutex_);
+    jobs_behind_ = std::move(behind);
+  }
+  return findings;
 }
 
 Source::Render FlinkSource::Renderer(const metrics::PollStatus& status,

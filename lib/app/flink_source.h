@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -42,6 +43,10 @@ class FlinkSource final : public Source, public std::enable_shared_from_this<Fli
   std::shared_ptr<const flink::FlinkSnapshot> snapshot_;  // null while the REST API is down
   // Sharded: the unmapped jobs that commit whose log warning was written (once per job name).
   std::set<std::string> warned_unmapped_;
+  // The jobs the latest analysis found behind, whose vertices' load the next poll reads;
+  // written by Observe on the analysis strand, read by Poll on the event loop.
+  std::mutex behind_mutex_;
+  std::set<std::string> jobs_behind_;
 };
 
 }  // namespace lagsight::app

@@ -201,6 +201,10 @@ struct DiagnosisConfig {
   int restart_loop_restarts = 3;
   // A job that vanished is job_gone after this long (a redeploy takes less), while its group lags.
   std::chrono::milliseconds job_gone_after{std::chrono::minutes(2)};
+  // The time a job that is behind should take to drain its backlog: the parallelism lagsight
+  // recommends for its bottleneck is the one that does it this fast (the Flink Kubernetes
+  // operator's autoscaler catches up within 5 minutes by default too).
+  std::chrono::milliseconds catch_up_target{std::chrono::minutes(5)};
   // Exported as gauges for the "late beyond target" alerts; none by default.
   std::vector<LatenessTarget> lateness_targets;
   // Stated commit modes (diagnosis.commit_modes), then one `external` rule per positions: store.

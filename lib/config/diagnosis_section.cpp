@@ -76,6 +76,10 @@ void ReadJudgementSettings(const SectionReader& reader, const YAML::Node& node,
     diagnosis.job_gone_after = reader.Duration(node["job_gone_after"], path + ".job_gone_after",
                                                std::chrono::seconds(1), std::chrono::hours(24));
   }
+  if (node["catch_up_target"]) {
+    diagnosis.catch_up_target = reader.Duration(node["catch_up_target"], path + ".catch_up_target",
+                                                std::chrono::seconds(10), std::chrono::days(7));
+  }
 }
 
 // One `lateness_targets` item: the jobs or the groups it is for, and how late they may get.
@@ -124,11 +128,11 @@ CommitModeRule ReadCommitModeRule(const SectionReader& reader, const YAML::Node&
 DiagnosisConfig ReadDiagnosis(const SectionReader& reader, const YAML::Node& node,
                               const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(
-      node, path,
-      {"window", "confirm_polls", "lag_threshold_records", "lag_threshold", "expiry_warning_ratio",
-       "checkpoint_stale_gaps", "commit_failure_ratio", "stalled_commit_periods",
-       "restart_loop_restarts", "job_gone_after", "lateness_targets", "commit_modes"});
+  reader.RequireOnlyKeys(node, path,
+                         {"window", "confirm_polls", "lag_threshold_records", "lag_threshold",
+                          "expiry_warning_ratio", "checkpoint_stale_gaps", "commit_failure_ratio",
+                          "stalled_commit_periods", "restart_loop_restarts", "job_gone_after",
+                          "catch_up_target", "lateness_targets", "commit_modes"});
   DiagnosisConfig diagnosis;
   ReadJudgementSettings(reader, node, path, diagnosis);
   if (const YAML::Node targets = node["lateness_targets"]; targets && !targets.IsNull()) {

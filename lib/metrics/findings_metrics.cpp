@@ -1,5 +1,7 @@
 #include "metrics/findings_metrics.h"
 
+#include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -78,6 +80,69 @@ constexpr MetricDef kCommitMode{
     MetricType::Gauge};
 constexpr MetricDef kDiagnosisSince{"lagsight_diagnosis_since_timestamp_seconds",
                                     "Unix time the active cause became active.", MetricType::Gauge};
+constexpr MetricDef kBottleneckBusy{
+    "lagsight_flink_job_bottleneck_busy_ratio",
+    "busyTimeMsPerSecond / 1000 of the busiest subtask of the vertex that holds the job back "
+    "(busy while the vertices it reads from are backpressured); read for jobs that are behind.",
+    MetricType::Gauge};
+constexpr MetricDef kBottleneckParallelism{"lagsight_flink_job_bottleneck_parallelism",
+                                           "Parallelism of the job's bottleneck vertex.",
+                                           MetricType::Gauge};
+constexpr MetricDef kBottleneckSkewed{
+    "lagsight_flink_job_bottleneck_skewed",
+    "1 when the bottleneck's busiest subtask works at least twice its average (skew: more "
+    "parallelism would not help), else 0.",
+    MetricType::Gauge};
+constexpr MetricDef kBottleneckCapacity{
+    "lagsight_flink_job_bottleneck_capacity_records_per_second",
+    "Records per second the bottleneck vertex would process at 100 % busy: what it processes "
+    "over the share of each second it is busy.",
+    MetricType::Gauge};
+constexpr MetricDef kRecommendedParallelism{
+    "lagsight_diagnosis_recommended_parallelism",
+    "The parallelism of the bottleneck vertex that drains the pair's backlog within "
+    "diagnosis.catch_up_target at the current input rate; absent when unknowable (skew, beyond "
+    "max parallelism or the source's partitions, no busy time).",
+    MetricType::Gauge};
+constexpr MetricDef kCatchUpNow{
+    "lagsight_diagnosis_catch_up_at_current_parallelism_seconds",
+    "Seconds the pair's backlog takes to drain at the bottleneck's capacity with today's "
+    "parallelism; +Inf when that capacity does not exceed the input rate.",
+    MetricType::Gauge};
+
+void AppendBottleneckSeries(const std::string& cluster, const analysis::FlinkFindings& flink,
+                            const std::map<std::string, std::string>& job_names,
+                            FamilyBuilder& builder) {
+  for (const auto& [job_id, bottleneck] : flink.bottlenecks) {
+    const auto name = job_names.find(job_id);
+    const Labels labels{{"flink_cluster", cluster},
+                        {"job_id", job_id},
+                        {"job_name", name != job_names.end() ? name->second : ""},
+                        {"vertex", bottleneck.vertex_name},
+                        {"vertex_id", bottleneck.vertex_id}};
+    builder.Add(kBottleneckBusy, labels, bottleneck.busy_ms_max / 1000);
+    builder.Add(kBottleneckParallelism, labels, bottleneck.parallelism);
+    builder.Add(kBottleneckSkewed, labels, bottleneck.skewed ? 1 : 0);
+    if (bottleneck.capacity_per_second) {
+      builder.Add(kBottleneckCapacity, labels, *bottleneck.capacity_per_second);
+    }
+  }
+}
+
+void AppendCatchUpPlanSeries(const analysis::DiagnosisFinding& verdict, FamilyBuilder& builder) {
+  if (!verdict.bottleneck || !verdict.catch_up_plan) return;
+  const Labels labels{{"kafka_cluster", verdict.kafka_cluster},
+                      {"group", verdict.group},
+                      {"job_id", verdict.job_id},
+                      {"job_name", verdict.job_name},
+                      {"vertex", verdict.bottleneck->vertex_name}};
+  const analysis::CatchUpPlan& plan = *verdict.catch_up_plan;
+  if (plan.parallelism) builder.Add(kRecommendedParallelism, labels, *plan.parallelism);
+  if (verdict.bottleneck->capacity_per_second) {
+    builder.Add(kCatchUpNow, labels,
+                plan.catch_up_seconds_now.value_or(std::numeric_limits<double>::infinity()));
+  }
+}
 
 }  // namespace
 
@@ -106,6 +171,10 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
     }
   }
   for (const auto& [cluster, flink] : findings.flink) {
+    std::map<std::string, std::string> job_names;
+    for (const analysis::FlinkSourceJoin& join : flink.joins)
+      job_names[join.job_id] = join.job_name;
+    AppendBottleneckSeries(cluster, flink, job_names, builder);
     std::set<std::string> jobs_with_target;  // one series per job, however many sources
     for (const analysis::SourceFindings& source : flink.sources) {
       if (source.lateness_target_seconds && jobs_with_target.insert(source.job_id).second) {
@@ -134,6 +203,7 @@ void AppendFindingsMetrics(const analysis::Findings& findings, FamilyBuilder& bu
                   {"cause", analysis::CauseName(verdict.cause)}};
     builder.Add(kDiagnosis, labels, 1);
     builder.Add(kDiagnosisSince, labels, verdict.since);
+    AppendCatchUpPlanSeries(verdict, builder);
     for (const analysis::Cause cause : verdict.evidence) {
       labels.back().second = analysis::CauseName(cause);
       builder.Add(kEvidence, labels, 1);

@@ -43,6 +43,39 @@ void AppendRowStart(std::string& out, const DiagnosisFinding& finding, Severity 
 }
 
 // The cause's badge with its explanation as tooltip, then what the operator checks next.
+// For a pair that is behind: the vertex that holds the job back, and what would catch it up
+// (the parallelism for diagnosis.catch_up_target, or why none can be given).
+void AppendBottleneckLines(std::string& out, const DiagnosisFinding& finding) {
+  if (!finding.bottleneck || !finding.catch_up_plan) return;
+  const analysis::Bottleneck& bottleneck = *finding.bottleneck;
+  const analysis::CatchUpPlan& plan = *finding.catch_up_plan;
+  out += "<div class=\"sub bottleneck\">held back by <b>";
+  AppendEscaped(out, bottleneck.vertex_name);
+  out += "</b>: busy ";
+  AppendInteger(out, std::llround(bottleneck.busy_ms_max / 10));
+  out += " %, parallelism ";
+  AppendInteger(out, bottleneck.parallelism);
+  if (bottleneck.skewed) out += ", <span class=\"stale\">skewed</span>";
+  out += "</div><div class=\"sub catch-up-plan\">";
+  if (plan.parallelism) {
+    out += "parallelism ";
+    AppendInteger(out, *plan.parallelism);
+    out += " catches up within the target";
+  } else {
+    out += "no parallelism to recommend: ";
+    AppendEscaped(out, plan.unknown);
+  }
+  if (bottleneck.capacity_per_second) {
+    out += "; at today's: ";
+    if (plan.catch_up_seconds_now) {
+      AppendDuration(out, *plan.catch_up_seconds_now);
+    } else {
+      out += "never";
+    }
+  }
+  out += "</div>";
+}
+
 void AppendCauseCell(std::string& out, const DiagnosisFinding& finding, Severity severity) {
   out += "<td><span class=\"cause\" title=\"";
   out += SeverityName(severity);
@@ -64,6 +97,7 @@ void AppendCauseCell(std::string& out, const DiagnosisFinding& finding, Severity
   AppendPartitionLines(out, "sub", "stuck: ", finding.stuck_partitions);
   AppendPartitionLines(out, "sub",
                        "position beyond the log end: ", finding.beyond_log_end_partitions);
+  AppendBottleneckLines(out, finding);
   out += "</td>";
 }
 

@@ -143,6 +143,8 @@ class DashboardTest(unittest.TestCase):
     def test_every_query_returns_data_on_a_healthy_sawtooth(self):
         # The healthy-sawtooth series of the rule tests (lagsight's label sets plus job/instance),
         # with the series those rules do not read: a join on the wrong labels returns nothing.
+        # (The bottleneck series exist only while a job is behind; they are here for their
+        # label sets.)
         with open(os.path.join(os.path.dirname(pn.RULES), "tests", "quiet.yaml"), encoding="utf-8") as f:
             series = list(yaml.safe_load(f)["tests"][0]["input_series"])
         scrape = 'job="lagsight",instance="lagsight:9713"'
@@ -168,7 +170,15 @@ class DashboardTest(unittest.TestCase):
                  'job_name="orders-enrichment",cause="long_checkpoint_interval"', "600x60"),
                 ("lagsight_diagnosis_evidence",
                  'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
-                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "1x60")]:
+                 'job_name="orders-enrichment",cause="long_checkpoint_interval"', "1x60"),
+                *[(name, f'{job},vertex="orders-map",vertex_id="98f3017e84ee1434a593b21d18aea12e"', "1x60")
+                  for name in ("lagsight_flink_job_bottleneck_busy_ratio",
+                               "lagsight_flink_job_bottleneck_parallelism",
+                               "lagsight_flink_job_bottleneck_skewed")],
+                *[(name, 'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
+                   'job_name="orders-enrichment",vertex="orders-map"', "3x60")
+                  for name in ("lagsight_diagnosis_recommended_parallelism",
+                               "lagsight_diagnosis_catch_up_at_current_parallelism_seconds")]]:
             series.append({"series": f"{name}{{{labels},{scrape}}}", "values": values})
         probes = [{"expr": f"clamp_max(count({fill_variables(e)}), 1)", "eval_time": "29m",
                    "exp_samples": [{"labels": "{}", "value": 1}]} for _, e in self.queries]

@@ -257,3 +257,30 @@ TEST_CASE("status page: idle readers of the job, under the job", "[status]") {
   CHECK(RenderStatusPage(findings, KafkaUp(), "1.0", kNow).find("idle readers") ==
         std::string::npos);
 }
+
+TEST_CASE("status page: what holds a job back and what would catch it up, beside the cause",
+          "[status][bottleneck]") {
+  Findings findings;
+  DiagnosisFinding finding = Pair("orders", "enrich", Cause::kReallyBehind);
+  lagsight::analysis::Bottleneck bottleneck;
+  bottleneck.vertex_name = "enrich-map -> <sink>";
+  bottleneck.parallelism = 2;
+  bottleneck.busy_ms_max = 975;
+  bottleneck.capacity_per_second = 268;
+  finding.bottleneck = bottleneck;
+  finding.catch_up_plan = lagsight::analysis::CatchUpPlan{3, "", std::nullopt};
+  findings.diagnosis = {finding};
+  std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
+  CHECK(page.find("held back by <b>enrich-map -&gt; &lt;sink&gt;</b>: busy 98 %, parallelism 2") !=
+        std::string::npos);
+  CHECK(page.find("parallelism 3 catches up within the target; at today's: never") !=
+        std::string::npos);
+
+  findings.diagnosis[0].bottleneck->skewed = true;
+  findings.diagnosis[0].catch_up_plan =
+      lagsight::analysis::CatchUpPlan{std::nullopt, "skew: one subtask", 600};
+  page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
+  CHECK(page.find("skewed") != std::string::npos);
+  CHECK(page.find("no parallelism to recommend: skew: one subtask; at today's: 10m") !=
+        std::string::npos);
+}

@@ -1,0 +1,64 @@
+// What holds a job back, and what would catch it up: pure arithmetic on one Flink poll's job
+// graph and vertex loads (flink::VertexLoad, read for the jobs that are behind).
+//
+// The bottleneck is the rule of Flink's backpressure guide: the vertex whose subtasks are busy
+// while the vertices it reads from are backpressured (they wait for it), or a busy source that is
+// not backpressured itself (reading is the limit). Skew: its busiest subtask works at least twice
+// its average, so the work does not spread and more subtasks would not take it.
+//
+// The catch-up arithmetic is the autoscaler's: the vertex's true processing rate is what it
+// processes per second over the share of the second it is busy (records in, or out for a source,
+// over busy time), so one subtask handles rate / parallelism at 100 %; to drain `backlog` records
+// within T seconds while `input` records/s keep arriving it needs (input + backlog / T) records/s.
+// The answer assumes the rate scales with subtasks (no skew, no shared external limit), and says
+// why it cannot be given where it cannot.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "flink/snapshot.h"
+
+namespace lagsight::analysis {
+
+struct Findings;
+
+struct Bottleneck {
+  std::string vertex_id;
+  std::string vertex_name;
+  int parallelism = 0;
+  std::optional<int> max_parallelism;
+  bool source = false;  // the vertex reads no other vertex
+  double busy_ms_max = 0;
+  std::optional<double> busy_ms_avg;
+  bool skewed = false;
+  // Records per second the whole vertex would process at 100 % busy; none when unknowable.
+  std::optional<double> capacity_per_second;
+};
+
+// Busy at least this share of each second (ms/s): working flat out, as Flink's web UI colours it.
+inline constexpr double kBottleneckBusyMs = 500;
+
+// The job's bottleneck, or none (no loads read, nobody busy: a healthy or idle job).
+std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job);
+
+struct CatchUpPlan {
+  // The parallelism of the bottleneck that drains the backlog within the target; none with
+  // `unknown` saying why.
+  std::optional<int> parallelism;
+  std::string unknown;
+  // At today's parallelism: seconds to drain the backlog at the vertex's capacity; none when it
+  // never does (capacity at or below the input rate) or the capacity is unknown.
+  std::optional<double> catch_up_seconds_now;
+};
+
+// `partitions`: of the topics a source bottleneck reads (more subtasks than partitions idle).
+CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
+                        double target_seconds, std::optional<int> partitions);
+
+// The ids of the jobs whose pair is behind or close to it (really_behind or steady_backlog, as
+// the cause or as evidence): the jobs whose vertices' load the next Flink poll reads.
+std::set<std::string> JobsBehind(const Findings& findings);
+
+}  // namespace lagsight::analysis
