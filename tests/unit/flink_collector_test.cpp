@@ -12,10 +12,13 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "flink/collector.h"
+#include "flink/job_graph_parsers.h"
 
 namespace {
 
@@ -308,4 +311,66 @@ TEST_CASE("a shard reads only the jobs it owns: mapped ones where their group is
   CHECK(owner["job-CREATED"] == 0);  // with its group, not by its own name's hash
   CHECK(config::Shard{1, 2}.Owns("job-CREATED"));
   CHECK(config::Shard{0, 2}.Owns("app"));
+}
+
+// 100 jobs of 20 vertices each (a source and 19 operators): what reading the vertices' load costs
+// per poll. Nothing while no job is behind; one request per vertex of each job behind; bounded at
+// kMaxInspectedJobs however many are behind.
+TEST_CASE("vertex loads cost one request per vertex of each job behind, and are bounded",
+          "[flink][bottleneck]") {
+  constexpr int kJobs = 100;
+  constexpr int kVertices = 20;
+  auto http = std::make_unique<FakeHttp>();
+  FakeHttp& fake = *http;
+  std::vector<std::pair<std::string, std::string>> listed;
+  std::vector<std::string> ids;
+  for (int j = 0; j < kJobs; ++j) {
+    char id[33];
+    std::snprintf(id, sizeof id, "%032x", j + 1);
+    ids.emplace_back(id);
+    listed.emplace_back(id, "RUNNING");
+    AddJob(fake, id);
+    std::string vertices =
+        R"({"id":")" + std::string(kSourceVertex) + R"(","name":"Source: orders","parallelism":1})";
+    for (int v = 1; v < kVertices; ++v) {
+      char vid[33];
+      std::snprintf(vid, sizeof vid, "%032x", 1000 + v);
+      vertices += R"(,{"id":")" + std::string(vid) + R"(","name":"op","parallelism":4})";
+      fake.answers["/jobs/" + ids.back() + "/vertices/" + vid + "/subtasks/metrics?" +
+                   VertexLoadQuery()] = {
+          200, R"([{"id":"busyTimeMsPerSecond","max":990,"avg":900,"sum":3600}])"};
+    }
+    fake.answers["/jobs/" + ids.back()] = {200, R"({"vertices":[)" + vertices + "]}"};
+  }
+  fake.answers["/jobs/overview"] = {200, Overview(listed)};
+  Collector collector(Cluster(), std::move(http));
+  const auto load_requests = [&] {
+    return std::count_if(fake.requested.begin(), fake.requested.end(), [](const std::string& t) {
+      return t.find("/subtasks/metrics?") != std::string::npos;
+    });
+  };
+
+  REQUIRE(RunPoll(collector).ok());
+  const auto baseline = fake.requested.size();
+  CHECK(load_requests() == 0);
+
+  fake.requested.clear();
+  collector.InspectJobs({ids[3], ids[42], "not-listed"});
+  const auto two_behind = RunPoll(collector);
+  REQUIRE(two_behind.ok());
+  CHECK(load_requests() == 2 * kVertices);
+  CHECK(fake.requested.size() == baseline - 1 + 2 * kVertices);  // no /jobmanager/config now
+  for (const FlinkJob& job : two_behind->jobs) {
+    const bool inspected = job.overview.id == ids[3] || job.overview.id == ids[42];
+    CHECK(job.vertices[5].load.has_value() == inspected);
+  }
+
+  fake.requested.clear();
+  collector.InspectJobs(std::set<std::string>(ids.begin(), ids.end()));
+  const auto all_behind = RunPoll(collector);
+  REQUIRE(all_behind.ok());
+  CHECK(load_requests() == static_cast<long>(Collector::kMaxInspectedJobs) * kVertices);
+  CHECK(AnyContains(all_behind->partial_errors, "100 jobs are behind"));
+  WARN("requests per poll: " << baseline << " with none behind, +" << 2 * kVertices
+                             << " with 2 behind, +" << load_requests() << " at the bound");
 }
