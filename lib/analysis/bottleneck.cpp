@@ -33,6 +33,18 @@ std::optional<double> Capacity(const flink::Vertex& vertex) {
   return *rate / (*load.busy_ms_avg / 1000);
 }
 
+// A source, or a vertex whose every input is a FORWARD edge from such a vertex.
+bool BoundedByPartitions(const flink::Vertex& vertex,
+                         const std::map<std::string, const flink::Vertex*>& by_id, int depth = 0) {
+  if (vertex.inputs.empty()) return true;
+  if (depth > 64 || vertex.forward_inputs.size() != vertex.inputs.size()) return false;
+  return std::all_of(
+      vertex.forward_inputs.begin(), vertex.forward_inputs.end(), [&](const std::string& id) {
+        const auto input = by_id.find(id);
+        return input != by_id.end() && BoundedByPartitions(*input->second, by_id, depth + 1);
+      });
+}
+
 }  // namespace
 
 std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
@@ -63,6 +75,7 @@ std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
   bottleneck.parallelism = found->parallelism;
   bottleneck.max_parallelism = found->max_parallelism;
   bottleneck.source = found->inputs.empty();
+  bottleneck.bounded_by_partitions = BoundedByPartitions(*found, by_id);
   bottleneck.busy_ms_max = *found->load->busy_ms_max;
   bottleneck.busy_ms_avg = found->load->busy_ms_avg;
   bottleneck.skewed = found->parallelism > 1 && bottleneck.busy_ms_avg &&
@@ -71,6 +84,22 @@ std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
   return bottleneck;
 }
 
+namespace {
+
+// The share of the vertex's work its busiest subtask gets at `parallelism`: even, or, where
+// its subtasks get work only through partitions (bounded_by_partitions), that of the subtask
+// holding the most of them: the KafkaSource hands a topic's partitions out round robin, so
+// ceil(P / p) of P (4 partitions at 3: one subtask reads 2, the backlog of its 2 drains last).
+double BusiestShare(const Bottleneck& bottleneck, int parallelism, std::optional<int> partitions) {
+  if (!bottleneck.bounded_by_partitions || !partitions || *partitions <= 0) {
+    return 1.0 / parallelism;
+  }
+  const int busiest = (*partitions + parallelism - 1) / std::min(parallelism, *partitions);
+  return std::min(1.0, static_cast<double>(busiest) / *partitions);
+}
+
+}  // namespace
+
 CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
                         double target_seconds, std::optional<int> partitions) {
   CatchUpPlan plan;
@@ -78,29 +107,40 @@ CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, d
     plan.unknown = "its processing rate is unknown (no busy time or records reported)";
     return plan;
   }
-  const double capacity = *bottleneck.capacity_per_second;
+  const double per_subtask = *bottleneck.capacity_per_second / bottleneck.parallelism;
   const double input = std::max(0.0, input_per_second);
-  if (capacity > input) plan.catch_up_seconds_now = std::max(0.0, backlog) / (capacity - input);
+  const double behind = std::max(0.0, backlog);
+  // Today: the busiest subtask's share of the backlog at what it has to spare.
+  const double share_now = BusiestShare(bottleneck, bottleneck.parallelism, partitions);
+  if (per_subtask > input * share_now) {
+    plan.catch_up_seconds_now = behind * share_now / (per_subtask - input * share_now);
+  }
   if (bottleneck.skewed) {
     plan.unknown = "skew: one subtask does most of the work, more subtasks would not take it";
     return plan;
   }
-  const double per_subtask = capacity / bottleneck.parallelism;
-  const double needed = input + std::max(0.0, backlog) / std::max(1.0, target_seconds);
-  const double wanted = std::ceil(needed / per_subtask - 1e-9);
-  if (bottleneck.max_parallelism && wanted > *bottleneck.max_parallelism) {
-    plan.unknown = "it needs " + std::to_string(static_cast<long long>(wanted)) +
-                   " subtasks, beyond its max parallelism " +
-                   std::to_string(*bottleneck.max_parallelism);
-    return plan;
+  const double needed = input + behind / std::max(1.0, target_seconds);
+  const bool bounded = bottleneck.bounded_by_partitions && partitions && *partitions > 0;
+  const int limit =
+      std::min(bounded ? *partitions : 1 << 20, bottleneck.max_parallelism.value_or(1 << 20));
+  // The least parallelism whose busiest subtask takes its share of what is needed.
+  const double even = std::max(1.0, std::ceil(needed / per_subtask - 1e-9));
+  for (int p = static_cast<int>(std::min<double>(even, limit)); p <= limit; ++p) {
+    if (needed * BusiestShare(bottleneck, p, partitions) <= per_subtask * (1 + 1e-9)) {
+      plan.parallelism = p;
+      return plan;
+    }
   }
-  if (bottleneck.source && partitions && wanted > *partitions) {
-    plan.unknown = "it needs " + std::to_string(static_cast<long long>(wanted)) +
-                   " source subtasks, more than the " + std::to_string(*partitions) +
-                   " partitions it reads";
-    return plan;
+  const std::string wanted = std::to_string(static_cast<long long>(even));
+  if (bounded && (!bottleneck.max_parallelism || *partitions <= *bottleneck.max_parallelism)) {
+    plan.unknown = "it needs more subtasks than the " + std::to_string(*partitions) +
+                   " partitions the job reads (" +
+                   (bottleneck.source ? "a source" : "fed by its source through forward edges") +
+                   ": the others would idle)";
+  } else {
+    plan.unknown = "it needs " + wanted + " subtasks, beyond its max parallelism " +
+                   std::to_string(bottleneck.max_parallelism.value_or(0));
   }
-  plan.parallelism = std::max(1, static_cast<int>(wanted));
   return plan;
 }
 

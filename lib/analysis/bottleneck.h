@@ -30,6 +30,9 @@ struct Bottleneck {
   int parallelism = 0;
   std::optional<int> max_parallelism;
   bool source = false;  // the vertex reads no other vertex
+  // A source, or fed by one through FORWARD edges only: its subtasks get work only where a
+  // source subtask holds partitions, so more of them than partitions stay idle.
+  bool bounded_by_partitions = false;
   double busy_ms_max = 0;
   std::optional<double> busy_ms_avg;
   bool skewed = false;
@@ -53,7 +56,7 @@ struct CatchUpPlan {
   std::optional<double> catch_up_seconds_now;
 };
 
-// `partitions`: of the topics a source bottleneck reads (more subtasks than partitions idle).
+// `partitions`: of the topics the job reads; they bound a bottleneck bounded_by_partitions.
 CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
                         double target_seconds, std::optional<int> partitions);
 

@@ -22,9 +22,14 @@ std::optional<int> Parallelism(object o, const char* key, std::vector<std::strin
   return static_cast<int>(*value);
 }
 
+struct Inputs {
+  std::vector<std::string> all;
+  std::vector<std::string> forward;
+};
+
 // The plan's edges: node id -> the ids of its inputs.
-std::map<std::string, std::vector<std::string>> PlanInputs(object top) {
-  std::map<std::string, std::vector<std::string>> inputs;
+std::map<std::string, Inputs> PlanInputs(object top) {
+  std::map<std::string, Inputs> inputs;
   object plan;
   array nodes;
   if (top["plan"].get(plan) || plan["nodes"].get(nodes)) return inputs;
@@ -38,7 +43,10 @@ std::map<std::string, std::vector<std::string>> PlanInputs(object top) {
     for (element edge : edges) {
       object e;
       if (edge.get(e)) continue;
-      if (const auto from = String(e, "id")) into.emplace_back(*from);
+      const auto from = String(e, "id");
+      if (!from) continue;
+      into.all.emplace_back(*from);
+      if (String(e, "ship_strategy") == "FORWARD") into.forward.emplace_back(*from);
     }
   }
   return inputs;
@@ -68,7 +76,8 @@ Result<std::vector<Vertex>> ParseJobVertices(std::string_view body,
     v.parallelism = Parallelism(o, "parallelism", anomalies).value_or(0);
     v.max_parallelism = Parallelism(o, "maxParallelism", anomalies);
     if (const auto edges = inputs.find(v.id); edges != inputs.end()) {
-      v.inputs = std::move(edges->second);
+      v.inputs = std::move(edges->second.all);
+      v.forward_inputs = std::move(edges->second.forward);
     }
     out.push_back(std::move(v));
   }

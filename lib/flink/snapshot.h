@@ -46,6 +46,9 @@ struct Vertex {
   std::optional<int> max_parallelism{};  // the most it can be rescaled to (key groups)
   // The vertices it reads from, by id (the job plan's edges); empty for a source.
   std::vector<std::string> inputs{};
+  // Those of them it reads through a FORWARD edge: subtask i reads subtask i alone, so it gets
+  // work only where that input has some.
+  std::vector<std::string> forward_inputs{};
   std::optional<VertexLoad> load{};
 };
 

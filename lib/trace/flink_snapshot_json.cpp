@@ -261,8 +261,8 @@ flink::SourceReader ReadSource(json::element e) {
   return source;
 }
 
-// [id, name, parallelism, max parallelism, inputs, load]; traces written before the job graph
-// was read hold the first three alone.
+// [id, name, parallelism, max parallelism, inputs, forward inputs, load]; traces written before
+// the job graph was read hold the first three alone.
 void AppendVertex(std::string& out, const flink::Vertex& vertex, bool comma) {
   out += comma ? ",[" : "[";
   AppendString(out, vertex.id);
@@ -274,6 +274,8 @@ void AppendVertex(std::string& out, const flink::Vertex& vertex, bool comma) {
   json::AppendOptional(out, vertex.max_parallelism, [](std::string& o, int n) { AppendInt(o, n); });
   out += ',';
   json::AppendStrings(out, vertex.inputs);
+  out += ',';
+  json::AppendStrings(out, vertex.forward_inputs);
   out += ',';
   if (vertex.load) {
     std::string fields;
@@ -289,7 +291,7 @@ void AppendVertex(std::string& out, const flink::Vertex& vertex, bool comma) {
 
 flink::Vertex ReadVertex(json::element row) {
   const json::array entry = ReadArray(row, "vertices[]");
-  if (entry.size() != 3 && entry.size() != 6) ReadTuple(row, 6, "vertices[]");  // says why
+  if (entry.size() != 3 && entry.size() != 7) ReadTuple(row, 7, "vertices[]");  // says why
   flink::Vertex vertex;
   vertex.id = ReadString(At(entry, 0), "vertices[]");
   vertex.name = ReadString(At(entry, 1), "vertices[]");
@@ -298,9 +300,10 @@ flink::Vertex ReadVertex(json::element row) {
   vertex.max_parallelism =
       json::ReadOptional(At(entry, 3), "vertices[].max_parallelism", json::ReadInt32);
   vertex.inputs = json::ReadStrings(At(entry, 4), "vertices[].inputs");
-  if (!At(entry, 5).is_null()) {
+  vertex.forward_inputs = json::ReadStrings(At(entry, 5), "vertices[].forward_inputs");
+  if (!At(entry, 6).is_null()) {
     flink::VertexLoad load;
-    ReadFields(json::ReadObject(At(entry, 5), "vertices[].load"), load, kLoadNumbers);
+    ReadFields(json::ReadObject(At(entry, 6), "vertices[].load"), load, kLoadNumbers);
     vertex.load = load;
   }
   return vertex;

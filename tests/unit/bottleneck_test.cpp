@@ -75,6 +75,7 @@ TEST_CASE("the job graph and vertex loads of both Flink lines parse", "[flink][b
     CHECK(source.name == "Source: slowjob-source");
     CHECK(source.inputs.empty());
     CHECK(map.inputs == std::vector<std::string>{source.id});  // the plan's edge
+    CHECK(map.forward_inputs == map.inputs);                   // source -> map is FORWARD
     CHECK(map.parallelism == 2);
     CHECK(map.max_parallelism == 128);
     REQUIRE(map.load->busy_ms_max);
@@ -118,6 +119,11 @@ TEST_CASE("the bottleneck of recorded jobs: the slow map, never the waiting sour
     CHECK_FALSE(slow->source);
     CHECK_FALSE(slow->skewed);
     CHECK(slow->parallelism == 2);
+    // Fed by the source through a FORWARD edge: no more useful subtasks than partitions.
+    CHECK(slow->bounded_by_partitions);
+    const auto plan = analysis::PlanCatchUp(*slow, 300, 100'000, 60, 4);
+    CHECK_FALSE(plan.parallelism);
+    CHECK_THAT(plan.unknown, Catch::Contains("more subtasks than the 4 partitions"));
     REQUIRE(slow->capacity_per_second);
     // Records in over busy time (e.g. 261 records/s at 97.5 % busy); sleeping 5 ms a record,
     // each of the 2 subtasks can do fewer than 200 a second.
@@ -176,7 +182,8 @@ TEST_CASE("the parallelism that catches up, and when it cannot be known",
   REQUIRE(bottleneck);
   plan = analysis::PlanCatchUp(*bottleneck, 600, 60'000, 300, 2);
   CHECK_FALSE(plan.parallelism);
-  CHECK_THAT(plan.unknown, Catch::Contains("2 partitions"));
+  CHECK_THAT(plan.unknown,
+             Catch::Contains("more subtasks than the 2 partitions the job reads (a source"));
 }
 
 TEST_CASE("skew: one subtask does the work, no parallelism is recommended",
@@ -222,8 +229,35 @@ TEST_CASE("a trace keeps the job graph and loads; older traces without them stil
   const auto& vertices = read.jobs[0].vertices;
   REQUIRE(vertices.size() == 2);
   CHECK(vertices[1].inputs == snapshot.jobs[0].vertices[1].inputs);
+  CHECK(vertices[1].forward_inputs == snapshot.jobs[0].vertices[1].forward_inputs);
   CHECK(vertices[1].max_parallelism == 128);
   REQUIRE(vertices[1].load);
   CHECK(vertices[1].load->busy_ms_avg == snapshot.jobs[0].vertices[1].load->busy_ms_avg);
   CHECK(analysis::FindBottleneck(read.jobs[0])->vertex_id == vertices[1].id);
+}
+
+// tests/integration/test_bottleneck.py, first run: a map fed by its source through a FORWARD
+// edge, about 83 records/s per subtask, 120/s arriving on 4 partitions, 4,663 behind, a 60 s
+// target. Spread evenly 3 subtasks would do (198/s needed); but at 3 one source subtask reads 2
+// of the 4 partitions, and its map subtask drains their half of the backlog at 83 - 60 = 23/s:
+// the restore at 3 took 90 s, the arithmetic says 101 s. 4 is the answer.
+TEST_CASE("a vertex fed through partitions: the busiest subtask's share decides",
+          "[analysis][bottleneck]") {
+  lagsight::analysis::Bottleneck map;
+  map.parallelism = 1;
+  map.max_parallelism = 128;
+  map.bounded_by_partitions = true;
+  map.capacity_per_second = 83;
+  auto plan = lagsight::analysis::PlanCatchUp(map, 120, 4663, 60, 4);
+  CHECK(plan.parallelism == 4);
+  CHECK_FALSE(plan.catch_up_seconds_now);  // 83/s against 120/s
+  map.parallelism = 3;
+  map.capacity_per_second = 3 * 83;
+  plan = lagsight::analysis::PlanCatchUp(map, 120, 4663, 60, 4);
+  REQUIRE(plan.catch_up_seconds_now);
+  CHECK(*plan.catch_up_seconds_now == Approx(4663.0 / 2 / (83 - 60)));
+  CHECK(plan.parallelism == 4);
+  // Not fed through partitions: spread evenly, 3 do.
+  map.bounded_by_partitions = false;
+  CHECK(lagsight::analysis::PlanCatchUp(map, 120, 4663, 60, 4).parallelism == 3);
 }
