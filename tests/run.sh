@@ -30,12 +30,12 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 # the suite's 60 minutes on CI's 2 cores while the CPU was busy 53 % of that time on average
 # (sampled every 10 s, /proc/stat): most tests wait on real systems (polls, Flink's 10 s metric
 # refresh, checkpoints, lagsight's default 15 s polls), and the slowest wait longest. Lane 1 has
-# most modules; lane 2 has six that watch for minutes at default polls and do little meanwhile,
+# most modules; lane 2 has seven that mostly wait (minutes at default polls, a sleeping job),
 # then the sanitized stage. Each lane has its own broker and temp directory. Measured on a fresh
 # clone (2 cores): 45:07 in all, lane 1 28:30, lane 2 ~35:30 with Prometheus end to end in it,
 # so that module (~3 minutes, mostly waiting for alert rules) moved to lane 1.
 quiet_modules=(test_position_stores test_lateness test_late_flink_answers test_legacy_consumer
-  test_default_polls test_status_page)
+  test_default_polls test_status_page test_bottleneck)
 sanitized_modules=(test_daemon test_flink_faults test_flink)
 quiet_files=() sanitized_files=() lane1_args=()
 for module in "${quiet_modules[@]}"; do quiet_files+=("tests/integration/$module.py"); done
