@@ -30,7 +30,7 @@ cmake --build "$build" --target lagsight_fuzz --parallel "$(nproc)"
 # recorded Flink responses and the unit tests' config files are the seeds, read in place;
 # tests/fuzz/corpus/<name>/ adds hand-written seeds and the reproducers of fixed findings.
 targets=(
-  "flink_rest 32768 tests/fixtures/flink-1.20 tests/fixtures/flink-2.x tests/fuzz/corpus/flink_rest"
+  "flink_rest 32768 tests/fixtures/flink-1.20 tests/fixtures/flink-2.x tests/unit/testdata/flink-job-graph/1.20 tests/unit/testdata/flink-job-graph/2.x tests/fuzz/corpus/flink_rest"
   "config 8192 tests/unit/testdata/config/good tests/unit/testdata/config/bad tests/fuzz/corpus/config"
   "web_config 4096 tests/unit/testdata/web_config/good tests/unit/testdata/web_config/bad"
   "listen_address 256 tests/fuzz/corpus/listen_address"
