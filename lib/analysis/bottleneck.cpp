@@ -45,6 +45,13 @@ bool BoundedByPartitions(const flink::Vertex& vertex,
       });
 }
 
+std::string ShortVertexName(const std::string& name) {
+  if (name.size() <= kMaxVertexNameBytes) return name;
+  std::size_t cut = kMaxVertexNameBytes;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  return name.substr(0, cut) + "...";
+}
+
 }  // namespace
 
 std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
@@ -71,7 +78,7 @@ std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
   if (found == nullptr) return std::nullopt;
   Bottleneck bottleneck;
   bottleneck.vertex_id = found->id;
-  bottleneck.vertex_name = found->name;
+  bottleneck.vertex_name = ShortVertexName(found->name);
   bottleneck.parallelism = found->parallelism;
   bottleneck.max_parallelism = found->max_parallelism;
   bottleneck.source = found->inputs.empty();

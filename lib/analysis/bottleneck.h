@@ -26,6 +26,9 @@ struct Findings;
 
 struct Bottleneck {
   std::string vertex_id;
+  // Cut to kMaxVertexNameBytes (on a UTF-8 boundary, "..." appended): it is a label of six
+  // series and a line of the status page, and Flink names a chained vertex after every operator
+  // in it, which in SQL jobs runs to kilobytes. vertex_id is exact.
   std::string vertex_name;
   int parallelism = 0;
   std::optional<int> max_parallelism;
@@ -39,6 +42,8 @@ struct Bottleneck {
   // Records per second the whole vertex would process at 100 % busy; none when unknowable.
   std::optional<double> capacity_per_second;
 };
+
+inline constexpr std::size_t kMaxVertexNameBytes = 256;
 
 // Busy at least this share of each second (ms/s): working flat out, as Flink's web UI colours it.
 inline constexpr double kBottleneckBusyMs = 500;

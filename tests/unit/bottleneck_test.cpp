@@ -261,3 +261,17 @@ TEST_CASE("a vertex fed through partitions: the busiest subtask's share decides"
   map.bounded_by_partitions = false;
   CHECK(lagsight::analysis::PlanCatchUp(map, 120, 4663, 60, 4).parallelism == 3);
 }
+
+// Flink names a chained vertex after all its operators; a SQL job's name runs to kilobytes. The
+// label and the status page line are cut, on a character boundary; the id stays exact.
+TEST_CASE("a 32k-character vertex name is cut for its label", "[analysis][bottleneck]") {
+  flink::FlinkJob job;
+  job.vertices = {Loaded("s", {}, 1, 0, 0, 1000, 40), Loaded("m", {"s"}, 1, 990, 990, 0, 40)};
+  job.vertices[1].name = std::string(255, 'x') + "\xC3\xA9" + std::string(32 * 1024, 'y');
+  const auto bottleneck = analysis::FindBottleneck(job);
+  REQUIRE(bottleneck);
+  CHECK(bottleneck->vertex_id == "m");
+  CHECK(bottleneck->vertex_name == std::string(255, 'x') + "...");  // not half of the é
+  job.vertices[1].name = "enrich-map";
+  CHECK(analysis::FindBottleneck(job)->vertex_name == "enrich-map");
+}
