@@ -7,6 +7,9 @@ For each Flink line it starts a real Kafka broker and a MiniCluster (tests/harne
   parallelism 2, a map that sleeps 5 ms per record: the map is the bottleneck, its source is
   backpressured;
 - ``finejob``: topic ``fine`` (2 partitions, 50 records/s), keeps up;
+- ``hotjob``: topic ``hot`` (4 partitions, 8,000 records waiting on partition 0 alone, 200
+  records/s arriving, 17 of every 20 on partition 0), parallelism 4, a map that sleeps 5 ms per
+  record: the map subtask fed with partition 0 works flat out, the others nearly idle (skew);
 
 waits 45 s (Flink's per-second rates average over its last minute) and until every vertex of
 ``slowjob`` has a non-empty load answer (a loaded machine reports late: Flink answers [] until
@@ -14,8 +17,9 @@ then; an idle vertex may answer [] for longer), then
 saves, per job, the
 answer of ``GET /jobs/:jid`` (``<job>_job.json``) and per vertex the answer of
 ``GET /jobs/:jid/vertices/:vid/subtasks/metrics?get=...&agg=max,avg,sum``
-(``<job>_<source|map>_load.json``), the bodies as received. ``slowjob`` is saved as ``slow_map``,
-``finejob`` as ``healthy``. The unit tests (tests/unit/bottleneck_test.cpp) read them.
+(``<job>_<source|map>_load.json``) and of ``GET /jobs/:jid/vertices/:vid/backpressure``
+(``<job>_<source|map>_backpressure.json``), the bodies as received. ``slowjob`` is saved as
+``slow_map``, ``finejob`` as ``healthy``, ``hotjob`` as ``hot_partition``. The unit tests (tests/unit/bottleneck_test.cpp) read them.
 
     .venv/bin/python tests/harness/record_job_graph_fixtures.py [--version 1.20|2.x]
 """
@@ -32,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from flink_job import VERSIONS, FlinkJob, JobSpec  # noqa: E402
 from kafka_broker import KafkaBroker  # noqa: E402
-from workload import make_topic  # noqa: E402
+from workload import SteadyProducer, create_topic, make_topic, produce  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "tests" / "unit" / "testdata" / "flink-job-graph"
 LOAD_QUERY = ("get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,idleTimeMsPerSecond,"
               "numRecordsInPerSecond,numRecordsOutPerSecond&agg=max,avg,sum")
-SAVED_AS = {"slowjob": "slow_map", "finejob": "healthy"}
+SAVED_AS = {"slowjob": "slow_map", "finejob": "healthy", "hotjob": "hot_partition"}
 
 
 def raw_get(flink: FlinkJob, path: str) -> str:
@@ -65,15 +69,19 @@ def record_line(line: str, work: Path) -> None:
     with KafkaBroker(work / "kafka") as broker:
         producers = [make_topic(broker.bootstrap, "slow", 4, prefill=20000, rate=300),
                      make_topic(broker.bootstrap, "fine", 2, rate=50)]
+        create_topic(broker.bootstrap, "hot", 4)
+        produce(broker.bootstrap, "hot", [8000, 0, 0, 0])
+        producers.append(SteadyProducer(broker.bootstrap, "hot", 4, 200, weights=[17, 1, 1, 1]))
         specs = [JobSpec("slowjob", ["slow"], group="slowjob", delay_us=5000, parallelism=2),
-                 JobSpec("finejob", ["fine"], group="finejob")]
+                 JobSpec("finejob", ["fine"], group="finejob"),
+                 JobSpec("hotjob", ["hot"], group="hotjob", delay_us=5000, parallelism=4)]
         try:
             with FlinkJob(line, specs, work / "flink", bootstrap=broker.bootstrap) as flink:
                 time.sleep(45)
                 status, jobs = flink.rest_get("/jobs/overview")
                 assert status == 200, status
                 deadline = time.monotonic() + 180
-                slow = [job for job in jobs["jobs"] if job["name"] == "slowjob"]
+                slow = [job for job in jobs["jobs"] if job["name"] in ("slowjob", "hotjob")]
                 while not all_loads_reported(flink, slow):
                     assert time.monotonic() < deadline, "vertex loads never reported"
                     time.sleep(2)
@@ -87,6 +95,9 @@ def record_line(line: str, work: Path) -> None:
                         body = raw_get(flink, f"/jobs/{job['jid']}/vertices/{vertex['id']}"
                                               f"/subtasks/metrics?{LOAD_QUERY}")
                         (out / f"{name}_{kind}_load.json").write_text(body)
+                        body = raw_get(flink, f"/jobs/{job['jid']}/vertices/{vertex['id']}"
+                                              f"/backpressure")
+                        (out / f"{name}_{kind}_backpressure.json").write_text(body)
         finally:
             for producer in producers:
                 if producer is not None:

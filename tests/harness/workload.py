@@ -399,12 +399,17 @@ class GroupExpiryWatch:
 class SteadyProducer:
     """Writes ``rate`` records per second to a topic, round robin over explicit partitions,
     until stopped. Records are ``value_bytes`` long: with 500, a few of them fill a 4 KiB
-    network buffer, so a slowed Flink job backpressures its source soon."""
+    network buffer, so a slowed Flink job backpressures its source soon. ``weights`` (one per
+    partition) makes the round uneven: with [17, 1, 1, 1] partition 0 gets 17 of every 20
+    records, as a hot key does."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float,
-                 value_bytes: int = 500) -> None:
+                 value_bytes: int = 500, weights: Sequence[int] | None = None) -> None:
         self.topic = topic
         self.partitions = partitions
+        weights = weights or [1] * partitions
+        assert len(weights) == partitions, (weights, partitions)
+        self._round = [p for p, weight in enumerate(weights) for _ in range(weight)]
         self.rate = rate
         self.value_bytes = value_bytes
         self.sent = 0
@@ -422,7 +427,7 @@ class SteadyProducer:
             due = int((time.monotonic() - start) * self.rate)
             while self.sent < due:
                 self._producer.produce(self.topic, value=value,
-                                       partition=self.sent % self.partitions,
+                                       partition=self._round[self.sent % len(self._round)],
                                        on_delivery=self._delivered)
                 self.sent += 1
             self._producer.poll(0)

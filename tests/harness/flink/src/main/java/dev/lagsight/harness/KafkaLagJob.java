@@ -73,6 +73,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * parallelism=N              parallelism of every operator (default 1)
  * delay-us=N                 sleep at least N microseconds per record in the map (default 0)
  * delay-file=PATH            while PATH exists, its integer content replaces delay-us
+ * then-delay-us=N            a second map after the first, its own vertex (NAME-enrich, or
+ *                            then=NAME), sleeping at least N microseconds per record: the slow
+ *                            operator one step further downstream
  *                            (re-read every 500 ms): lets a test slow down or speed up a job
  * fail-checkpoints-file=PATH while PATH exists, every checkpoint fails in its asynchronous
  *                            part (the job keeps running; the failure counts against
@@ -489,6 +492,15 @@ public final class KafkaLagJob {
                 .uid(mapName);
         if (!Boolean.parseBoolean(spec.get("chain", "false"))) {
             mapped.startNewChain();
+        }
+        if (spec.values.containsKey("then-delay-us")) {
+            String thenName = spec.get("then", spec.name() + "-enrich");
+            mapped = mapped
+                    .map(new DelayMap(Long.parseLong(spec.get("then-delay-us", "0")),
+                            null, null, null, null))
+                    .name(thenName)
+                    .uid(thenName)
+                    .startNewChain();
         }
         if (spec.values.containsKey("redis")) {
             String writerName = spec.name() + "-positions";
