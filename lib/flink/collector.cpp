@@ -354,8 +354,8 @@ asio::awaitable<void> Collector::ReadVertexLoads(const std::string& base,
                           Printable(vertex.id) + "\" is not a Flink vertex id; load not read");
       continue;
     }
-    const std::string path =
-        base + "/vertices/" + PercentEncode(vertex.id) + "/subtasks/metrics?" + VertexLoadQuery();
+    const std::string vertex_path = base + "/vertices/" + PercentEncode(vertex.id);
+    const std::string path = vertex_path + "/subtasks/metrics?" + VertexLoadQuery();
     auto answer = co_await http_->Get(path, deadline);
     if (!answer || answer->status != 200) {
       anomalies.push_back("GET " + path + ": " + Describe(answer));
@@ -367,7 +367,25 @@ asio::awaitable<void> Collector::ReadVertexLoads(const std::string& base,
       continue;
     }
     vertex.load = std::move(load).value();
+    if (LooksSkewed(vertex)) co_await ReadBusiestSubtask(vertex_path, deadline, vertex, anomalies);
   }
+}
+
+asio::awaitable<void> Collector::ReadBusiestSubtask(const std::string& vertex_path,
+                                                    Clock::time_point deadline, Vertex& vertex,
+                                                    std::vector<std::string>& anomalies) {
+  const std::string path = vertex_path + "/backpressure";
+  auto answer = co_await http_->Get(path, deadline);
+  if (!answer || answer->status != 200) {
+    anomalies.push_back("GET " + path + ": " + Describe(answer));
+    co_return;
+  }
+  auto busiest = ParseBusiestSubtask(answer->body, &anomalies);
+  if (!busiest) {
+    anomalies.push_back(busiest.error().message);
+    co_return;
+  }
+  vertex.load->busiest_subtask = *busiest;
 }
 
 asio::awaitable<void> Collector::PollJob(std::shared_ptr<PollState> state, std::size_t index) {

@@ -78,6 +78,11 @@ class Collector {
   boost::asio::awaitable<void> ReadVertexLoads(const std::string& base,
                                                std::chrono::steady_clock::time_point deadline,
                                                FlinkJob& job, std::vector<std::string>& anomalies);
+  // VertexLoad::busiest_subtask of a vertex whose load LooksSkewed: one more request.
+  boost::asio::awaitable<void> ReadBusiestSubtask(const std::string& vertex_path,
+                                                  std::chrono::steady_clock::time_point deadline,
+                                                  Vertex& vertex,
+                                                  std::vector<std::string>& anomalies);
   boost::asio::awaitable<Result<SourceReader>> PollSource(
       const std::string& job_id, const Vertex& vertex,
       std::chrono::steady_clock::time_point deadline, std::vector<std::string>& anomalies);

@@ -132,4 +132,36 @@ Result<VertexLoad> ParseVertexLoad(std::string_view body, std::vector<std::strin
   return load;
 }
 
+Result<std::optional<int>> ParseBusiestSubtask(std::string_view body,
+                                               std::vector<std::string>* anomalies) {
+  simdjson::dom::parser parser;
+  auto root = Parse(parser, body, "vertex backpressure");
+  if (!root) return root.error();
+  auto top = ObjectOf(*root, "vertex backpressure");
+  if (!top) return top.error();
+  array subtasks;
+  if ((*top)["subtasks"].get(subtasks)) return Error{"vertex backpressure: no \"subtasks\" list"};
+  std::optional<int> busiest;
+  double most = -1;
+  for (element subtask : subtasks) {
+    object o;
+    if (subtask.get(o)) continue;
+    const auto index = Count(o, "subtask", "vertex backpressure", anomalies);
+    const auto busy = Number(o, "busyRatio");
+    // Flink writes NaN (not JSON: the answer would not parse) or leaves it out while a subtask
+    // has not measured yet; a ratio outside [0, 1] is not one.
+    if (!index || *index > std::numeric_limits<int>::max() || !busy) continue;
+    if (*busy < 0 || *busy > 1.0005) {
+      Note(anomalies, "vertex backpressure: busyRatio " + std::to_string(*busy) + " of subtask " +
+                          std::to_string(*index) + " is impossible; left out");
+      continue;
+    }
+    if (*busy > most) {
+      most = *busy;
+      busiest = static_cast<int>(*index);
+    }
+  }
+  return busiest;
+}
+
 }  // namespace lagsight::flink

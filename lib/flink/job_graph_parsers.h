@@ -27,4 +27,10 @@ std::string VertexLoadQuery();
 Result<VertexLoad> ParseVertexLoad(std::string_view body,
                                    std::vector<std::string>* anomalies = nullptr);
 
+// GET /jobs/:jid/vertices/:vid/backpressure, read for a vertex whose load looks skewed
+// (LooksSkewed): which subtask is busiest, by its "subtasks"[].busyRatio (both lines answer it
+// from the same task metrics, per subtask, in one request). None when no subtask reported one.
+Result<std::optional<int>> ParseBusiestSubtask(std::string_view body,
+                                               std::vector<std::string>* anomalies = nullptr);
+
 }  // namespace lagsight::flink

@@ -37,6 +37,9 @@ struct VertexLoad {
   std::optional<double> idle_ms_avg;                 // idleTimeMsPerSecond
   std::optional<double> records_in_per_second_sum;   // numRecordsInPerSecond, all subtasks
   std::optional<double> records_out_per_second_sum;  // numRecordsOutPerSecond
+  // The index of the busiest subtask, read only for a load that LooksSkewed (one more request,
+  // GET .../backpressure, whose per-subtask busyRatio names it).
+  std::optional<int> busiest_subtask;
 };
 
 struct Vertex {
@@ -51,6 +54,18 @@ struct Vertex {
   std::vector<std::string> forward_inputs{};
   std::optional<VertexLoad> load{};
 };
+
+// The busiest subtask of a vertex of several works at least this many times their average.
+inline constexpr double kSkewRatio = 2;
+
+// Its work does not spread over its subtasks (a hot key or partition): more subtasks would not
+// take it. The collector then asks which subtask it is; the analysis says skew.
+inline bool LooksSkewed(const Vertex& vertex) {
+  if (vertex.parallelism <= 1 || !vertex.load) return false;
+  const VertexLoad& load = *vertex.load;
+  return load.busy_ms_max && load.busy_ms_avg && *load.busy_ms_avg > 0 &&
+         *load.busy_ms_max >= kSkewRatio * *load.busy_ms_avg;
+}
 
 struct CheckpointCounts {
   std::int64_t completed = 0;

@@ -62,6 +62,9 @@ constexpr OptionalField<flink::VertexLoad, double> kLoadNumbers[] = {
     {"idle_ms_avg", &flink::VertexLoad::idle_ms_avg},
     {"records_in_per_second_sum", &flink::VertexLoad::records_in_per_second_sum},
     {"records_out_per_second_sum", &flink::VertexLoad::records_out_per_second_sum}};
+// Written only when known: traces written before it was read have no such key.
+constexpr OptionalField<flink::VertexLoad, int> kLoadInts[] = {
+    {"busiest_subtask", &flink::VertexLoad::busiest_subtask}};
 
 constexpr OptionalField<flink::JobOverview, std::int64_t> kOverviewNumbers[] = {
     {"start_time_ms", &flink::JobOverview::start_time_ms},
@@ -280,6 +283,7 @@ void AppendVertex(std::string& out, const flink::Vertex& vertex, bool comma) {
   if (vertex.load) {
     std::string fields;
     AppendFields(fields, *vertex.load, kLoadNumbers);
+    if (vertex.load->busiest_subtask) AppendFields(fields, *vertex.load, kLoadInts);
     out += '{';
     out += std::string_view(fields).substr(1);  // each field begins with its comma
     out += '}';
@@ -303,7 +307,11 @@ flink::Vertex ReadVertex(json::element row) {
   vertex.forward_inputs = json::ReadStrings(At(entry, 5), "vertices[].forward_inputs");
   if (!At(entry, 6).is_null()) {
     flink::VertexLoad load;
-    ReadFields(json::ReadObject(At(entry, 6), "vertices[].load"), load, kLoadNumbers);
+    const json::object fields = json::ReadObject(At(entry, 6), "vertices[].load");
+    ReadFields(fields, load, kLoadNumbers);
+    if (json::element busiest; !fields["busiest_subtask"].get(busiest)) {
+      load.busiest_subtask = json::ReadInt32(busiest, "vertices[].load.busiest_subtask");
+    }
     vertex.load = load;
   }
   return vertex;

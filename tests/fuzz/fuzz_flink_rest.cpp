@@ -30,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)flink::ParseJobsOverview(body);
   (void)flink::ParseJobVertices(body);
   (void)flink::ParseVertexLoad(body);
+  (void)flink::ParseBusiestSubtask(body);
   // 404 is the "checkpointing not enabled" path; 500 must be an error whatever the body.
   for (const unsigned status : {200U, 404U, 500U}) {
     (void)flink::ParseCheckpoints(status, body);

@@ -314,8 +314,9 @@ TEST_CASE("a shard reads only the jobs it owns: mapped ones where their group is
 }
 
 // 100 jobs of 20 vertices each (a source and 19 operators): what reading the vertices' load costs
-// per poll. Nothing while no job is behind; one request per vertex of each job behind; bounded at
-// kMaxInspectedJobs however many are behind.
+// per poll. Nothing while no job is behind; one request per vertex of each job behind, and one
+// more per skewed vertex (which subtask is busiest); bounded at kMaxInspectedJobs however many
+// are behind.
 TEST_CASE("vertex loads cost one request per vertex of each job behind, and are bounded",
           "[flink][bottleneck]") {
   constexpr int kJobs = 100;
@@ -336,9 +337,17 @@ TEST_CASE("vertex loads cost one request per vertex of each job behind, and are 
       char vid[33];
       std::snprintf(vid, sizeof vid, "%032x", 1000 + v);
       vertices += R"(,{"id":")" + std::string(vid) + R"(","name":"op","parallelism":4})";
-      fake.answers["/jobs/" + ids.back() + "/vertices/" + vid + "/subtasks/metrics?" +
-                   VertexLoadQuery()] = {
-          200, R"([{"id":"busyTimeMsPerSecond","max":990,"avg":900,"sum":3600}])"};
+      // The last operator is skewed: its busiest subtask is asked for, one request more.
+      const bool skewed = v == kVertices - 1;
+      const std::string vertex_path = "/jobs/" + ids.back() + "/vertices/" + vid;
+      fake.answers[vertex_path + "/subtasks/metrics?" + VertexLoadQuery()] = {
+          200, skewed ? R"([{"id":"busyTimeMsPerSecond","max":990,"avg":300,"sum":1200}])"
+                      : R"([{"id":"busyTimeMsPerSecond","max":990,"avg":900,"sum":3600}])"};
+      if (skewed) {
+        fake.answers[vertex_path + "/backpressure"] = {
+            200, R"({"status":"ok","subtasks":[{"subtask":0,"busyRatio":0.1},)"
+                 R"({"subtask":2,"busyRatio":0.99},{"subtask":1,"busyRatio":0.1}]})"};
+      }
     }
     fake.answers["/jobs/" + ids.back()] = {200, R"({"vertices":[)" + vertices + "]}"};
   }
@@ -359,10 +368,13 @@ TEST_CASE("vertex loads cost one request per vertex of each job behind, and are 
   const auto two_behind = RunPoll(collector);
   REQUIRE(two_behind.ok());
   CHECK(load_requests() == 2 * kVertices);
-  CHECK(fake.requested.size() == baseline - 1 + 2 * kVertices);  // no /jobmanager/config now
+  // No /jobmanager/config now; a /backpressure per job for its skewed vertex.
+  CHECK(fake.requested.size() == baseline - 1 + 2 * (kVertices + 1));
   for (const FlinkJob& job : two_behind->jobs) {
     const bool inspected = job.overview.id == ids[3] || job.overview.id == ids[42];
     CHECK(job.vertices[5].load.has_value() == inspected);
+    CHECK_FALSE((inspected && job.vertices[5].load->busiest_subtask));
+    if (inspected) CHECK(job.vertices[kVertices - 1].load->busiest_subtask == 2);
   }
 
   fake.requested.clear();
@@ -371,6 +383,8 @@ TEST_CASE("vertex loads cost one request per vertex of each job behind, and are 
   REQUIRE(all_behind.ok());
   CHECK(load_requests() == static_cast<long>(Collector::kMaxInspectedJobs) * kVertices);
   CHECK(AnyContains(all_behind->partial_errors, "100 jobs are behind"));
-  WARN("requests per poll: " << baseline << " with none behind, +" << 2 * kVertices
-                             << " with 2 behind, +" << load_requests() << " at the bound");
+  const auto all_requests = fake.requested.size();
+  WARN("requests per poll: " << baseline << " with none behind, +" << 2 * (kVertices + 1)
+                             << " with 2 behind, +" << all_requests - (baseline - 1)
+                             << " at the bound");
 }
