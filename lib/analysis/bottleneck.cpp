@@ -14,8 +14,6 @@ constexpr double kBackpressuredMs = 500;
 // Below this average busy time the rate over busy time is mostly noise (a vertex busy 2 % of a
 // second processing 10 records would "handle" 500/s).
 constexpr double kMinBusyForCapacityMs = 100;
-// The busiest subtask working this many times the average: skew.
-constexpr double kSkewRatio = 2;
 
 bool Backpressured(const flink::Vertex* vertex) {
   return vertex != nullptr && vertex->load && vertex->load->backpressured_ms_max &&
@@ -85,8 +83,8 @@ std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job) {
   bottleneck.bounded_by_partitions = BoundedByPartitions(*found, by_id);
   bottleneck.busy_ms_max = *found->load->busy_ms_max;
   bottleneck.busy_ms_avg = found->load->busy_ms_avg;
-  bottleneck.skewed = found->parallelism > 1 && bottleneck.busy_ms_avg &&
-                      bottleneck.busy_ms_max >= kSkewRatio * *bottleneck.busy_ms_avg;
+  bottleneck.skewed = flink::LooksSkewed(*found);
+  if (bottleneck.skewed) bottleneck.busiest_subtask = found->load->busiest_subtask;
   bottleneck.capacity_per_second = Capacity(*found);
   return bottleneck;
 }
@@ -105,25 +103,75 @@ double BusiestShare(const Bottleneck& bottleneck, int parallelism, std::optional
   return std::min(1.0, static_cast<double>(busiest) / *partitions);
 }
 
+std::string Percent(double share) {
+  return std::to_string(static_cast<int>(std::lround(share * 100))) + "%";
+}
+
+// "skew: subtask 3 of 4 does most of the work (busy 978 ms/s, average 281); partition orders/0
+// holds 93% of the backlog: more subtasks would not take it".
+std::string SkewReason(const Bottleneck& bottleneck, const std::optional<HotPartition>& hot) {
+  std::string why = "skew: ";
+  if (bottleneck.skewed) {
+    why += bottleneck.busiest_subtask ? "subtask " + std::to_string(*bottleneck.busiest_subtask) +
+                                            " of " + std::to_string(bottleneck.parallelism)
+                                      : std::string("one subtask");
+    why += " does most of the work (busy " + std::to_string(std::lround(bottleneck.busy_ms_max)) +
+           " ms/s, average " + std::to_string(std::lround(bottleneck.busy_ms_avg.value_or(0))) +
+           ")";
+    if (hot) why += "; ";
+  }
+  if (hot) {
+    why += "partition " + hot->topic + "/" + std::to_string(hot->partition) + " holds " +
+           Percent(hot->share) + " of the backlog";
+  }
+  return why + ": more subtasks would not take it";
+}
+
 }  // namespace
 
-CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
-                        double target_seconds, std::optional<int> partitions) {
-  CatchUpPlan plan;
-  if (!bottleneck.capacity_per_second || bottleneck.parallelism <= 0) {
-    plan.unknown = "its processing rate is unknown (no busy time or records reported)";
-    return plan;
+std::optional<HotPartition> FindHotPartition(const std::vector<PartitionBacklog>& backlogs) {
+  std::int64_t total = 0;
+  const PartitionBacklog* largest = nullptr;
+  for (const PartitionBacklog& each : backlogs) {
+    total += std::max<std::int64_t>(0, each.backlog);
+    if (largest == nullptr || each.backlog > largest->backlog) largest = &each;
   }
-  const double per_subtask = *bottleneck.capacity_per_second / bottleneck.parallelism;
+  if (largest == nullptr || backlogs.size() < 2 || total <= 0) return std::nullopt;
+  const double share = static_cast<double>(largest->backlog) / static_cast<double>(total);
+  const double even = 1.0 / static_cast<double>(backlogs.size());
+  if (share < 0.5 || share < 2 * even) return std::nullopt;
+  return HotPartition{largest->topic, largest->partition, share};
+}
+
+CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
+                        double target_seconds, std::optional<int> partitions,
+                        std::optional<HotPartition> hot) {
+  CatchUpPlan plan;
+  plan.hot_partition = hot;
+  const bool rate_known = bottleneck.capacity_per_second && bottleneck.parallelism > 0;
+  const double per_subtask =
+      rate_known ? *bottleneck.capacity_per_second / bottleneck.parallelism : 0;
   const double input = std::max(0.0, input_per_second);
   const double behind = std::max(0.0, backlog);
-  // Today: the busiest subtask's share of the backlog at what it has to spare.
-  const double share_now = BusiestShare(bottleneck, bottleneck.parallelism, partitions);
-  if (per_subtask > input * share_now) {
+  // Today: the busiest subtask's share of the backlog at what it has to spare. Under skew that
+  // share is the hot partition's of the backlog, or the busiest subtask's of the busy time
+  // (its work over all of it), and its share of the input is taken to be the same.
+  double share_now = BusiestShare(bottleneck, bottleneck.parallelism, partitions);
+  if (hot) {
+    share_now = hot->share;
+  } else if (bottleneck.skewed && bottleneck.busy_ms_avg) {
+    share_now =
+        std::min(1.0, bottleneck.busy_ms_max / (*bottleneck.busy_ms_avg * bottleneck.parallelism));
+  }
+  if (rate_known && per_subtask > input * share_now) {
     plan.catch_up_seconds_now = behind * share_now / (per_subtask - input * share_now);
   }
-  if (bottleneck.skewed) {
-    plan.unknown = "skew: one subtask does most of the work, more subtasks would not take it";
+  if (bottleneck.skewed || hot) {
+    plan.unknown = SkewReason(bottleneck, hot);
+    return plan;
+  }
+  if (!rate_known) {
+    plan.unknown = "its processing rate is unknown (no busy time or records reported)";
     return plan;
   }
   const double needed = input + behind / std::max(1.0, target_seconds);

@@ -4,7 +4,8 @@
 // The bottleneck is the rule of Flink's backpressure guide: the vertex whose subtasks are busy
 // while the vertices it reads from are backpressured (they wait for it), or a busy source that is
 // not backpressured itself (reading is the limit). Skew: its busiest subtask works at least twice
-// its average, so the work does not spread and more subtasks would not take it.
+// its average (flink::LooksSkewed), or one partition holds most of the backlog (a hot key), so
+// the work does not spread and more subtasks would not take it.
 //
 // The catch-up arithmetic is the autoscaler's: the vertex's true processing rate is what it
 // processes per second over the share of the second it is busy (records in, or out for a source,
@@ -14,9 +15,11 @@
 // why it cannot be given where it cannot.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "flink/snapshot.h"
 
@@ -39,6 +42,8 @@ struct Bottleneck {
   double busy_ms_max = 0;
   std::optional<double> busy_ms_avg;
   bool skewed = false;
+  // Which subtask is the busiest, where skewed and Flink said (VertexLoad::busiest_subtask).
+  std::optional<int> busiest_subtask;
   // Records per second the whole vertex would process at 100 % busy; none when unknowable.
   std::optional<double> capacity_per_second;
 };
@@ -51,6 +56,23 @@ inline constexpr double kBottleneckBusyMs = 500;
 // The job's bottleneck, or none (no loads read, nobody busy: a healthy or idle job).
 std::optional<Bottleneck> FindBottleneck(const flink::FlinkJob& job);
 
+struct PartitionBacklog {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t backlog = 0;  // records behind, as the job reads it (Flink-side lag)
+};
+
+struct HotPartition {
+  std::string topic;
+  std::int32_t partition = 0;
+  double share = 0;  // of the pair's backlog, 0..1
+};
+
+// The partition that holds most of a backlog spread over several: at least half of it and at
+// least twice an even share (so of 2 partitions only one holding all of it). None where the
+// backlog spreads, or there is none.
+std::optional<HotPartition> FindHotPartition(const std::vector<PartitionBacklog>& backlogs);
+
 struct CatchUpPlan {
   // The parallelism of the bottleneck that drains the backlog within the target; none with
   // `unknown` saying why.
@@ -59,11 +81,16 @@ struct CatchUpPlan {
   // At today's parallelism: seconds to drain the backlog at the vertex's capacity; none when it
   // never does (capacity at or below the input rate) or the capacity is unknown.
   std::optional<double> catch_up_seconds_now;
+  // Set where one partition holds most of the backlog: skew, whatever the subtasks' busy time.
+  std::optional<HotPartition> hot_partition;
 };
 
 // `partitions`: of the topics the job reads; they bound a bottleneck bounded_by_partitions.
+// `hot`: FindHotPartition of the pair's backlog. Skew (of busy time or of the backlog) gives no
+// parallelism: `unknown` names the busiest subtask and the partition where known.
 CatchUpPlan PlanCatchUp(const Bottleneck& bottleneck, double input_per_second, double backlog,
-                        double target_seconds, std::optional<int> partitions);
+                        double target_seconds, std::optional<int> partitions,
+                        std::optional<HotPartition> hot = std::nullopt);
 
 // The ids of the jobs whose pair is behind or close to it (really_behind or steady_backlog, as
 // the cause or as evidence): the jobs whose vertices' load the next Flink poll reads.

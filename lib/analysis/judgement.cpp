@@ -143,14 +143,20 @@ class Judgement::Round {
     const auto found = bottlenecks.find(finding.job_id);
     if (found == bottlenecks.end()) return;
     int partitions = 0;
+    std::vector<PartitionBacklog> backlogs;
     for (const FlinkSourceJoin* join : inputs.joins) {
       partitions += static_cast<int>(join->partitions.size() + join->unread.size());
+      for (const FlinkPartitionJoin& partition : join->partitions) {
+        if (partition.flink_lag) {
+          backlogs.push_back({partition.topic, partition.partition, *partition.flink_lag});
+        }
+      }
     }
     finding.bottleneck = found->second;
     finding.catch_up_plan = PlanCatchUp(
         found->second, facts.input_rate.value_or(0),
         static_cast<double>(finding.flink_lag.value_or(0)), Seconds(config_.catch_up_target),
-        partitions > 0 ? std::optional<int>(partitions) : std::nullopt);
+        partitions > 0 ? std::optional<int>(partitions) : std::nullopt, FindHotPartition(backlogs));
   }
 
   // Jobs without joins here: not running, missing, stopping, deploying, or their Flink cluster

@@ -93,6 +93,17 @@ constexpr MetricDef kBottleneckSkewed{
     "1 when the bottleneck's busiest subtask works at least twice its average (skew: more "
     "parallelism would not help), else 0.",
     MetricType::Gauge};
+constexpr MetricDef kBottleneckBusiestSubtask{
+    "lagsight_flink_job_bottleneck_busiest_subtask",
+    "Index of the bottleneck's busiest subtask where it is skewed (Flink's per-subtask "
+    "busyRatio): the subtask that does most of the work.",
+    MetricType::Gauge};
+constexpr MetricDef kHotPartition{
+    "lagsight_diagnosis_hot_partition_backlog_share",
+    "Share (0-1) of the pair's backlog held by one partition where it holds most of it (at "
+    "least half, and twice an even share) while the job is behind: skew, more parallelism "
+    "would not help.",
+    MetricType::Gauge};
 constexpr MetricDef kBottleneckCapacity{
     "lagsight_flink_job_bottleneck_capacity_records_per_second",
     "Records per second the bottleneck vertex would process at 100 % busy: what it processes "
@@ -123,6 +134,9 @@ void AppendBottleneckSeries(const std::string& cluster, const analysis::FlinkFin
     builder.Add(kBottleneckBusy, labels, bottleneck.busy_ms_max / 1000);
     builder.Add(kBottleneckParallelism, labels, bottleneck.parallelism);
     builder.Add(kBottleneckSkewed, labels, bottleneck.skewed ? 1 : 0);
+    if (bottleneck.busiest_subtask) {
+      builder.Add(kBottleneckBusiestSubtask, labels, *bottleneck.busiest_subtask);
+    }
     if (bottleneck.capacity_per_second) {
       builder.Add(kBottleneckCapacity, labels, *bottleneck.capacity_per_second);
     }
@@ -138,6 +152,12 @@ void AppendCatchUpPlanSeries(const analysis::DiagnosisFinding& verdict, FamilyBu
                       {"vertex", verdict.bottleneck->vertex_name}};
   const analysis::CatchUpPlan& plan = *verdict.catch_up_plan;
   if (plan.parallelism) builder.Add(kRecommendedParallelism, labels, *plan.parallelism);
+  if (plan.hot_partition) {
+    Labels partition_labels = labels;
+    partition_labels.emplace_back("topic", plan.hot_partition->topic);
+    partition_labels.emplace_back("partition", std::to_string(plan.hot_partition->partition));
+    builder.Add(kHotPartition, partition_labels, plan.hot_partition->share);
+  }
   if (verdict.bottleneck->capacity_per_second) {
     builder.Add(kCatchUpNow, labels,
                 plan.catch_up_seconds_now.value_or(std::numeric_limits<double>::infinity()));

@@ -174,7 +174,8 @@ class DashboardTest(unittest.TestCase):
                 *[(name, f'{job},vertex="orders-map",vertex_id="98f3017e84ee1434a593b21d18aea12e"', "1x60")
                   for name in ("lagsight_flink_job_bottleneck_busy_ratio",
                                "lagsight_flink_job_bottleneck_parallelism",
-                               "lagsight_flink_job_bottleneck_skewed")],
+                               "lagsight_flink_job_bottleneck_skewed",
+                               "lagsight_flink_job_bottleneck_busiest_subtask")],
                 *[(name, 'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
                    'job_name="orders-enrichment",vertex="orders-map"', "3x60")
                   for name in ("lagsight_diagnosis_recommended_parallelism",

@@ -1,8 +1,9 @@
 // The bottleneck rule and the catch-up arithmetic (analysis/bottleneck.h) on the job graph and
 // vertex loads of real Flink 1.20 and 2.x MiniClusters (tests/unit/testdata/flink-job-graph,
 // recorded by tests/harness/record_job_graph_fixtures.py): a job whose map sleeps 5 ms
-// per record at parallelism 2 while 300 records/s arrive on 4 partitions, and a job that keeps
-// up with 50 records/s. Then the cases a recording cannot hold still: skew, limits.
+// per record at parallelism 2 while 300 records/s arrive on 4 partitions, a job that keeps
+// up with 50 records/s, and a job at parallelism 4 whose partition 0 gets 17 of every 20 records
+// and holds the whole backlog (skew). Then the cases a recording cannot hold still: limits.
 #include "analysis/bottleneck.h"
 
 #include <catch2/catch.hpp>
@@ -27,7 +28,8 @@ std::string Recorded(const std::string& line, const std::string& file) {
   return text.str();
 }
 
-// The recorded job `name` (slow_map or healthy) with each vertex's recorded load.
+// The recorded job `name` (slow_map, healthy or hot_partition) with each vertex's recorded load,
+// and the busiest subtask where the load looks skewed, as the collector reads them.
 flink::FlinkJob RecordedJob(const std::string& line, const std::string& name) {
   flink::FlinkJob job;
   auto vertices = flink::ParseJobVertices(Recorded(line, name + "_job.json"));
@@ -42,8 +44,34 @@ flink::FlinkJob RecordedJob(const std::string& line, const std::string& name) {
     REQUIRE(load.ok());
     CHECK(anomalies.empty());
     vertex.load = *load;
+    if (flink::LooksSkewed(vertex)) {
+      auto busiest = flink::ParseBusiestSubtask(
+          Recorded(line, name + "_" + kind + "_backpressure.json"), &anomalies);
+      REQUIRE(busiest.ok());
+      vertex.load->busiest_subtask = *busiest;
+    }
   }
   return job;
+}
+
+// Flink's own answer of which subtask of the vertex is the most backpressured (the source
+// subtask that holds the hot partition), from the recorded GET .../backpressure.
+int MostBackpressuredSubtask(const std::string& line, const std::string& file) {
+  const std::string text = Recorded(line, file);
+  int most = -1;
+  double highest = -1;
+  std::size_t at = 0;
+  while ((at = text.find("\"subtask\":", at)) != std::string::npos) {
+    const int index = std::stoi(text.substr(at + 10));
+    const std::size_t ratio_at = text.find("\"ratio\":", at);
+    const double ratio = std::stod(text.substr(ratio_at + 8));
+    if (ratio > highest) {
+      highest = ratio;
+      most = index;
+    }
+    at = ratio_at;
+  }
+  return most;
 }
 
 flink::Vertex Loaded(std::string id, std::vector<std::string> inputs, int parallelism,
@@ -198,6 +226,89 @@ TEST_CASE("skew: one subtask does the work, no parallelism is recommended",
   CHECK_THAT(plan.unknown, Catch::Contains("skew"));
 }
 
+TEST_CASE("a recorded hot partition: skew, the busiest subtask and the partition are named",
+          "[analysis][bottleneck]") {
+  for (const std::string line : {"1.20", "2.x"}) {
+    CAPTURE(line);
+    const flink::FlinkJob job = RecordedJob(line, "hot_partition");
+    const auto found = analysis::FindBottleneck(job);
+    REQUIRE(found);
+    CHECK(found->vertex_name.starts_with("hotjob-map"));
+    CHECK(found->parallelism == 4);
+    CHECK(found->skewed);
+    // The map subtask fed (FORWARD) by the source subtask that waits for it: Flink's own
+    // per-subtask backpressure of the source says which one that is.
+    REQUIRE(found->busiest_subtask);
+    CHECK(*found->busiest_subtask ==
+          MostBackpressuredSubtask(line, "hot_partition_source_backpressure.json"));
+    // The job's backlog as lagsight would join it: all on partition 0.
+    const auto hot = analysis::FindHotPartition(
+        {{"hot", 0, 7'400}, {"hot", 1, 3}, {"hot", 2, 0}, {"hot", 3, 5}});
+    REQUIRE(hot);
+    CHECK(hot->partition == 0);
+    const auto plan = analysis::PlanCatchUp(*found, 200, 7'408, 60, 4, hot);
+    CHECK_FALSE(plan.parallelism);
+    CHECK_THAT(plan.unknown, Catch::StartsWith("skew: subtask " +
+                                               std::to_string(*found->busiest_subtask) + " of 4"));
+    CHECK_THAT(plan.unknown, Catch::Contains("partition hot/0 holds 100% of the backlog"));
+    // 170 of the 200 records/s go to partition 0; its subtask takes fewer than that.
+    CHECK_FALSE(plan.catch_up_seconds_now);
+  }
+}
+
+TEST_CASE("the partition that holds most of the backlog, and when none does",
+          "[analysis][bottleneck]") {
+  using analysis::FindHotPartition;
+  CHECK_FALSE(FindHotPartition({}));
+  CHECK_FALSE(FindHotPartition({{"t", 0, 1'000}}));               // one partition: no skew
+  CHECK_FALSE(FindHotPartition({{"t", 0, 600}, {"t", 1, 400}}));  // 2 of 2: not twice even
+  CHECK_FALSE(FindHotPartition({{"t", 0, 0}, {"t", 1, 0}}));
+  CHECK_FALSE(FindHotPartition({{"t", 0, 300}, {"t", 1, 300}, {"t", 2, 250}, {"t", 3, 250}}));
+  const auto hot = FindHotPartition({{"t", 0, 100}, {"u", 7, 550}, {"t", 1, 200}, {"t", 2, 150}});
+  REQUIRE(hot);
+  CHECK(hot->topic == "u");
+  CHECK(hot->partition == 7);
+  CHECK(hot->share == Approx(0.55));
+  // A hot partition alone is skew, even while the subtasks' busy time looks even (a job at
+  // parallelism 1): more subtasks would leave the partition's records on one of them.
+  flink::FlinkJob job;
+  job.vertices = {Loaded("s", {}, 1, 0, 0, 1000, 400), Loaded("m", {"s"}, 1, 990, 990, 0, 400)};
+  const auto bottleneck = analysis::FindBottleneck(job);
+  REQUIRE(bottleneck);
+  CHECK_FALSE(bottleneck->skewed);
+  const auto plan = analysis::PlanCatchUp(*bottleneck, 300, 60'000, 300, 4, hot);
+  CHECK_FALSE(plan.parallelism);
+  CHECK(plan.unknown ==
+        "skew: partition u/7 holds 55% of the backlog: more subtasks would not "
+        "take it");
+}
+
+TEST_CASE("the busiest subtask parser reads both lines and leaves out the impossible",
+          "[flink][bottleneck]") {
+  for (const std::string line : {"1.20", "2.x"}) {
+    CAPTURE(line);
+    const auto busiest =
+        flink::ParseBusiestSubtask(Recorded(line, "slow_map_map_backpressure.json"));
+    REQUIRE(busiest.ok());
+    REQUIRE(busiest->has_value());
+    CHECK(**busiest <= 1);
+  }
+  std::vector<std::string> anomalies;
+  const auto read = flink::ParseBusiestSubtask(
+      R"({"subtasks":[{"subtask":0,"busyRatio":7},{"subtask":1,"busyRatio":0.2},
+          {"subtask":2},{"subtask":-4,"busyRatio":0.9},{"subtask":3,"busyRatio":"0.5"},3]})",
+      &anomalies);
+  REQUIRE(read.ok());
+  CHECK(*read == 3);
+  CHECK(anomalies.size() == 2);  // a ratio of 7, a subtask of -4
+  const auto none = flink::ParseBusiestSubtask(R"({"status":"ok","subtasks":[]})");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  CHECK_FALSE(flink::ParseBusiestSubtask("[]").ok());
+  CHECK_FALSE(flink::ParseBusiestSubtask(R"({"status":"ok"})").ok());
+  CHECK_FALSE(flink::ParseBusiestSubtask("{").ok());
+}
+
 TEST_CASE("the jobs whose load the next poll reads are the ones behind", "[analysis][bottleneck]") {
   analysis::Findings findings;
   analysis::DiagnosisFinding behind;
@@ -234,6 +345,17 @@ TEST_CASE("a trace keeps the job graph and loads; older traces without them stil
   REQUIRE(vertices[1].load);
   CHECK(vertices[1].load->busy_ms_avg == snapshot.jobs[0].vertices[1].load->busy_ms_avg);
   CHECK(analysis::FindBottleneck(read.jobs[0])->vertex_id == vertices[1].id);
+  CHECK_FALSE(vertices[1].load->busiest_subtask);
+  // The busiest subtask, read for a skewed vertex, is kept too.
+  snapshot.jobs[0] = RecordedJob("1.20", "hot_partition");
+  snapshot.jobs[0].overview.id = "0123456789abcdef0123456789abcdef";
+  const auto skewed =
+      trace::ParseTraceEvent(trace::FormatFlinkEvent("flink", 1.0, true, {}, &snapshot));
+  REQUIRE(skewed.ok());
+  const auto& kept = std::get<trace::FlinkEvent>(*skewed).snapshot->jobs[0].vertices[1];
+  REQUIRE(kept.load);
+  CHECK(kept.load->busiest_subtask == snapshot.jobs[0].vertices[1].load->busiest_subtask);
+  CHECK(kept.load->busiest_subtask.has_value());
 }
 
 // tests/integration/test_bottleneck.py, first run: a map fed by its source through a FORWARD

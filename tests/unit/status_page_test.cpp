@@ -268,7 +268,7 @@ TEST_CASE("status page: what holds a job back and what would catch it up, beside
   bottleneck.busy_ms_max = 975;
   bottleneck.capacity_per_second = 268;
   finding.bottleneck = bottleneck;
-  finding.catch_up_plan = lagsight::analysis::CatchUpPlan{3, "", std::nullopt};
+  finding.catch_up_plan = lagsight::analysis::CatchUpPlan{3, "", std::nullopt, std::nullopt};
   findings.diagnosis = {finding};
   std::string page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
   CHECK(page.find("held back by <b>enrich-map -&gt; &lt;sink&gt;</b>: busy 98 %, parallelism 2") !=
@@ -278,7 +278,7 @@ TEST_CASE("status page: what holds a job back and what would catch it up, beside
 
   findings.diagnosis[0].bottleneck->skewed = true;
   findings.diagnosis[0].catch_up_plan =
-      lagsight::analysis::CatchUpPlan{std::nullopt, "skew: one subtask", 600};
+      lagsight::analysis::CatchUpPlan{std::nullopt, "skew: one subtask", 600, std::nullopt};
   page = RenderStatusPage(findings, KafkaUp(), "1.0", kNow);
   CHECK(page.find("skewed") != std::string::npos);
   CHECK(page.find("no parallelism to recommend: skew: one subtask; at today's: 10m") !=
