@@ -1,4 +1,16 @@
-"""The parallelism lagsight recommends for a job that is behind, tried on a real Flink 2.x job.
+"""What holds a job back and what would catch it up, on real Flink jobs.
+
+The first test: skew and a moved bottleneck at lagsight's default polls (15 s, Flink's metrics
+every 10 s), on Flink 1.20. The second: the parallelism lagsight recommends, tried on 2.x.
+
+Skew: a job at parallelism 4 reads a topic whose partition 0 gets 17 of every 20 records (a hot
+key) through a map that sleeps 12 ms per record; the map subtask fed with partition 0 falls
+behind, the others idle. lagsight must say skew, name that subtask (Flink's ground truth: the
+source subtask that reports partition 0, whose map subtask it feeds through a FORWARD edge) and
+that partition (Kafka's consumer-groups tool: the partition with the most lag), and recommend no
+parallelism. The moved bottleneck: a second job whose map is fast and whose next operator
+("-enrich") sleeps: lagsight names "-enrich", not the map. A healthy job and one whose topic
+gets nothing are named no bottleneck throughout.
 
 A steady producer writes 120 records/s to 4 partitions; the job reads them at parallelism 1
 through a map that sleeps 12 ms per record (about 80 records/s): it falls behind by about 40
@@ -13,7 +25,7 @@ subtask: the answer drains faster than the target where the step above is large)
 old parallelism it does not is shown by the same ground truth: the backlog grew while the job
 ran at 1.
 
-The first run of this test restored at 3 (spread evenly, 3 subtasks would do) and took 90 s for
+The first run of the second test restored at 3 (spread evenly, 3 subtasks would do) and took 90 s for
 a 60 s target: one of 3 source subtasks reads 2 of the 4 partitions, and its map subtask drains
 their half of the backlog with 23 records/s to spare. lagsight now counts the busiest subtask's
 share of the partitions and recommends 4.
@@ -29,9 +41,11 @@ import promtext
 from conftest import CLUSTER, LagsightProcess, _register_log_for_failures, wait_until
 from flink_job import FlinkJob, JobSpec
 from kafka_broker import consumer_groups_describe_all
-from workload import SteadyProducer, create_topic
+from workload import SteadyProducer, create_topic, produce
 
 FLINK_LINE = "2.x"
+SKEW_LINE = "1.20"
+DEFAULT_POLL = 15.0        # seconds, lagsight's default Kafka and Flink poll
 PREFIX = f"bn-{uuid.uuid4().hex[:6]}"
 PARTITIONS = 4
 RATE = 120                 # records/s written
@@ -45,6 +59,130 @@ def group_backlog(bootstrap: str, group: str, topic: str) -> int:
     rows = [row for row in consumer_groups_describe_all(bootstrap)
             if row.group == group and row.topic == topic]
     return sum(row.lag if row.lag is not None else (row.log_end_offset or 0) for row in rows)
+
+
+def source_subtask_of_partition(flink: FlinkJob, jid: str, partition: int) -> int:
+    """Flink's own answer: the index of the source subtask that reports the partition's
+    currentOffset (the KafkaSource registers it where the split is assigned)."""
+    vid = flink.vertex_id(jid, "Source:")
+    _, detail = flink.rest_get(f"/jobs/{jid}/vertices/{vid}")
+    for subtask in detail["subtasks"]:
+        index = subtask["subtask"]
+        status, ids = flink.rest_get(f"/jobs/{jid}/vertices/{vid}/subtasks/{index}/metrics")
+        assert status == 200, (status, ids)
+        if any(m["id"].endswith(f".partition.{partition}.currentOffset") for m in ids):
+            return index
+    raise AssertionError(f"no source subtask of {jid} reports partition {partition}")
+
+
+def partition_lags(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """Kafka's own answer: the group's LAG per partition of the topic."""
+    return {row.partition: row.lag or 0 for row in consumer_groups_describe_all(bootstrap)
+            if row.group == group and row.topic == topic}
+
+
+def test_skew_and_a_moved_bottleneck_are_named_at_default_polls(
+        session_broker, lagsight_binary, tmp_path, request):
+    bootstrap = session_broker.bootstrap
+    _register_log_for_failures(request, "kafka broker log", session_broker.log_file)
+    prefix = f"{PREFIX}-d"
+    names = {kind: f"{prefix}-{kind}" for kind in ("hot", "moved", "healthy", "idle")}
+    for kind, partitions in (("hot", 4), ("moved", 2), ("healthy", 2), ("idle", 1)):
+        create_topic(bootstrap, names[kind], partitions)
+    produce(bootstrap, names["hot"], [1500, 0, 0, 0])
+    producers = [
+        SteadyProducer(bootstrap, names["hot"], 4, 120, value_bytes=200, weights=[17, 1, 1, 1]),
+        SteadyProducer(bootstrap, names["moved"], 2, 120, value_bytes=200),
+        SteadyProducer(bootstrap, names["healthy"], 2, 20, value_bytes=200)]
+    specs = [JobSpec(name=names["hot"], topics=[names["hot"]], group=names["hot"],
+                     parallelism=4, delay_us=DELAY_US),
+             JobSpec(name=names["moved"], topics=[names["moved"]], group=names["moved"],
+                     extra={"then-delay-us": str(DELAY_US)}),
+             JobSpec(name=names["healthy"], topics=[names["healthy"]], group=names["healthy"]),
+             JobSpec(name=names["idle"], topics=[names["idle"]], group=names["idle"])]
+    lagsight: LagsightProcess | None = None
+    try:
+        with FlinkJob(SKEW_LINE, specs, tmp_path / "flink", bootstrap=bootstrap) as flink:
+            work_dir = tmp_path / "lagsight"
+            work_dir.mkdir()
+            # Default polls: no poll_interval, and Flink's own metric refresh (10 s).
+            lagsight = LagsightProcess(lagsight_binary, work_dir, {
+                "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap,
+                           "request_timeout": "5s", "groups": {"allow": [f"{prefix}-.*"]},
+                           "topics": {"allow": [f"{prefix}-.*"]}}],
+                "flink": [{"name": "mini", "rest_url": flink.rest_url, "kafka_cluster": CLUSTER,
+                           "request_timeout": "5s"}],
+                "diagnosis": {"window": "60s", "lag_threshold_records": 400},
+            })
+            _register_log_for_failures(request, "lagsight log", lagsight.log_file)
+            lagsight.start()
+            started = time.monotonic()
+            behind_at: dict[str, float] = {}
+            named_at: dict[str, float] = {}
+            seen: dict[str, str] = {}
+            metrics = {}
+            while time.monotonic() - started < 300 and not (
+                    {"hot", "moved"} <= named_at.keys()
+                    and promtext.select(metrics, "lagsight_diagnosis_hot_partition_backlog_share",
+                                        job_name=names["hot"])):
+                metrics = lagsight.scrape()
+                now = time.monotonic() - started
+                for kind in ("healthy", "idle"):
+                    assert not promtext.select(metrics, "lagsight_flink_job_bottleneck_busy_ratio",
+                                               job_name=names[kind]), (kind, now)
+                for kind in ("hot", "moved"):
+                    if kind not in behind_at and promtext.select(
+                            metrics, "lagsight_diagnosis", job_name=names[kind],
+                            cause="really_behind"):
+                        behind_at[kind] = now
+                    named = promtext.select(metrics, "lagsight_flink_job_bottleneck_busy_ratio",
+                                            job_name=names[kind])
+                    if named and kind not in named_at:
+                        named_at[kind] = now
+                        [labels] = named
+                        seen[kind] = dict(labels)["vertex"]
+                time.sleep(1)
+            print(f"at default polls: really_behind at {behind_at}, bottleneck named at "
+                  f"{named_at} (s after start): {seen}")
+            assert {"hot", "moved"} <= behind_at.keys(), behind_at
+            assert {"hot", "moved"} <= named_at.keys(), named_at
+            for kind in ("hot", "moved"):
+                # Within 3 Flink polls of really_behind (it may come sooner: the load is read
+                # as soon as the job is behind, before the cause is confirmed).
+                assert named_at[kind] - behind_at[kind] <= 3 * DEFAULT_POLL, (kind, named_at)
+            assert seen["moved"].startswith(f"{names['moved']}-enrich"), seen
+            assert seen["hot"].startswith(f"{names['hot']}-map"), seen
+
+            hot = names["hot"]
+            skewed = promtext.select(metrics, "lagsight_flink_job_bottleneck_skewed", job_name=hot)
+            assert list(skewed.values()) == [1], skewed
+            [busiest] = promtext.select(metrics, "lagsight_flink_job_bottleneck_busiest_subtask",
+                                        job_name=hot).values()
+            truth_subtask = source_subtask_of_partition(flink, flink.jobs[hot], 0)
+            assert int(busiest) == truth_subtask, (busiest, truth_subtask)
+            [(labels, share)] = promtext.select(
+                metrics, "lagsight_diagnosis_hot_partition_backlog_share", job_name=hot).items()
+            lags = partition_lags(bootstrap, hot, hot)
+            truth_partition = max(lags, key=lags.get)
+            assert dict(labels)["topic"] == hot and int(dict(labels)["partition"]) == \
+                truth_partition, (labels, lags)
+            assert share >= 0.5, share
+            assert not promtext.select(metrics, "lagsight_diagnosis_recommended_parallelism",
+                                       job_name=hot)
+            moved_skewed = promtext.select(metrics, "lagsight_flink_job_bottleneck_skewed",
+                                           job_name=names["moved"])
+            assert list(moved_skewed.values()) == [0], moved_skewed
+            status, page = lagsight.get("/")
+            assert status == 200
+            assert f"skew: subtask {truth_subtask} of 4" in page, page[-3000:]
+            print(f"skew: subtask {int(busiest)} (Flink: source subtask {truth_subtask} holds "
+                  f"partition 0), partition {truth_partition} holds {share:.0%} of the backlog "
+                  f"(Kafka's tool: {lags})")
+    finally:
+        for producer in producers:
+            producer.stop()
+        if lagsight is not None:
+            assert lagsight.stop() == 0
 
 
 def test_the_recommended_parallelism_drains_the_backlog_within_the_target(
