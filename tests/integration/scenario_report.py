@@ -53,11 +53,13 @@ class Sighting:
 
     ``related`` are the other pairs of the same job name or group seen in that scrape, as
     ``group/job_name: cause`` strings (where lagsight put the job when not in the expected pair).
+    ``bottlenecks``: the vertices lagsight named as the job's bottleneck in that scrape.
     """
     at: float
     causes: frozenset[str]
     error: str | None = None
     related: frozenset[str] = frozenset()
+    bottlenecks: frozenset[str] = frozenset()
 
 
 class DiagnosisWatch:
@@ -134,8 +136,12 @@ class DiagnosisWatch:
         if self.lagsight_revision is None:
             for labels in promtext.select(metrics, "lagsight_build_info"):
                 self.lagsight_revision = dict(labels).get("revision")
+        bottlenecks = frozenset(
+            dict(labels)["vertex"] for labels in promtext.select(
+                metrics, "lagsight_flink_job_bottleneck_busy_ratio",
+                job_name=self.labels["job_name"])) if self.labels["job_name"] else frozenset()
         return Sighting(time.monotonic(), self._causes_in(metrics), None,
-                        self._related_in(metrics))
+                        self._related_in(metrics), bottlenecks)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -156,6 +162,10 @@ class DiagnosisWatch:
         start = self.t0 if since is None else since
         with self._lock:
             return [s for s in self._sightings if s.at >= start]
+
+    def bottlenecks_named(self, since: float | None = None) -> set[str]:
+        """Every vertex lagsight named as the job's bottleneck since t0 (or ``since``)."""
+        return {vertex for s in self.sightings(since) for vertex in s.bottlenecks}
 
     def seen(self, since: float | None = None) -> dict[str, float]:
         """Every cause seen since t0 (or ``since``) with its first sighting, seconds from then."""

@@ -170,6 +170,9 @@ def test_sawtooth_at_a_15_s_poll_is_judged_by_the_checkpoint_interval(env):
     env.short_watch.close()
     assert "long_checkpoint_interval" not in env.short_watch.seen(), env.short_watch.history()
     assert set(env.short_watch.seen()) <= {"healthy"}, env.short_watch.history()
+    # Neither sawtooth is a job behind: no bottleneck named at any scrape.
+    env.long_watch.close()
+    assert not env.short_watch.bottlenecks_named() | env.long_watch.bottlenecks_named()
     assert not promtext.select(env.lagsight.scrape(),
                                "lagsight_kafka_group_sawtooth_period_seconds",
                                group=name("short"))

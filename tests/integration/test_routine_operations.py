@@ -543,6 +543,10 @@ def test_routine_operation(routine, key, diagnosis_results):
         assert op.expected in seen, f"{op.expected} never shown:\n{op.watch.history()}"
     falses = op.watch.false_causes(op.expected, BASELINE_CAUSES | op.allowed)
     assert not falses, f"false causes {falses}:\n{op.watch.history()}"
+    # A checkpoint sawtooth and a quiet topic are not a job behind: no bottleneck named. (Jobs
+    # that replay or catch up after a restore may have one, rightly, while they do.)
+    if key in ("min-pause", "quiet"):
+        assert not op.watch.bottlenecks_named(), op.watch.bottlenecks_named()
     if key in REPLACING_OPERATIONS:
         without = op.watch.longest_without_diagnosis()
         result.note(f"longest without a diagnosis series {without:.1f} s")
