@@ -8,8 +8,10 @@
 // Kafka 4.1); it never subscribes, joins, fetches or commits offsets for it, so the broker never
 // creates that group.
 //
-// Reads are bounded: each fetch round by the request timeout, all of them by the total timeout;
-// a position not read in time is reported among the answer's errors, not waited for. Not
+// Reads are bounded: each partition's wait for its next answer by the request timeout, all of
+// them by the total timeout; a position not read in time is reported among the answer's errors,
+// not waited for. All partitions are read at once, each from its lowest position up, so many
+// positions of one partition cost one pass, not a fetch each. Not
 // thread-safe: one poll at a time.
 #pragma once
 

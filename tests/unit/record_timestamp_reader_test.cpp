@@ -1,6 +1,7 @@
 // RdKafkaAdmin's record-timestamp reads (kafka/record_timestamp_reader.h) against librdkafka's
-// own mock cluster: several positions on one partition are read in successive rounds, and a
-// position at the log end is reported as having no record yet. The real-broker evidence is in
+// own mock cluster: several positions on one partition are answered in one pass from the lowest
+// up, reading through close ones and seeking far ones, and a position at the log end is
+// reported as having no record yet. The real-broker evidence is in
 // tests/integration (lag in seconds).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -52,7 +53,7 @@ void Produce(rd_kafka_t* producer, std::int64_t timestamp_ms) {
 
 }  // namespace
 
-TEST_CASE("rdkafka admin: record timestamps are read at the positions asked, a round each",
+TEST_CASE("rdkafka admin: record timestamps are read at the positions asked, in one pass",
           "[kafka]") {
   // The host needs no brokers of its own; quiet its warning that it has none.
   auto host = Client(RD_KAFKA_PRODUCER, {{"log_level", "3"}});
@@ -85,4 +86,61 @@ TEST_CASE("rdkafka admin: record timestamps are read at the positions asked, a r
   CHECK(fetched->markers_only == std::map<RecordKey, std::int64_t>{{{orders, 3, false}, 3}});
 
   CHECK((*admin)->RecordTimestamps({}, 1s, 1s)->timestamps.empty());
+}
+
+TEST_CASE("rdkafka admin: far positions are sought, close ones read through, impossible ones end",
+          "[kafka]") {
+  auto host = Client(RD_KAFKA_PRODUCER, {{"log_level", "3"}});
+  std::unique_ptr<rd_kafka_mock_cluster_t, Deleter> cluster(
+      rd_kafka_mock_cluster_new(host.get(), 1));
+  REQUIRE(cluster);
+  REQUIRE(rd_kafka_mock_topic_create(cluster.get(), "orders", 1, 1) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  const std::string bootstraps = rd_kafka_mock_cluster_bootstraps(cluster.get());
+  constexpr std::int64_t kRecords = 5000;
+  {
+    auto producer = Client(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstraps}});
+    for (std::int64_t offset = 0; offset < kRecords; ++offset) {
+      REQUIRE(rd_kafka_producev(producer.get(), RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(0),
+                                RD_KAFKA_V_VALUE(const_cast<char*>("x"), 1),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_TIMESTAMP(1'000'000 + offset),
+                                RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR_NO_ERROR);
+      rd_kafka_poll(producer.get(), 0);
+    }
+    REQUIRE(rd_kafka_flush(producer.get(), 10000) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  lagsight::config::KafkaClusterConfig config;
+  config.name = "mock";
+  config.bootstrap_servers = {bootstraps};
+  auto admin = lagsight::kafka::RdKafkaAdmin::Create(config);
+  REQUIRE(admin.ok());
+  const lagsight::kafka::TopicPartition orders{"orders", 0};
+  // 10 and 11 are read through from 3; 4,200 lies far ahead (a seek); 6,000 is beyond the log
+  // end: the broker says so, and the reader (auto.offset.reset=error) reports it.
+  std::vector<RecordKey> asked;
+  for (const std::int64_t offset : {3, 10, 11, 4'200, 4'999, 6'000}) {
+    asked.push_back({orders, offset, false});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const auto fetched = (*admin)->RecordTimestamps(asked, 1s, 10s);
+  const auto took = std::chrono::steady_clock::now() - started;
+  REQUIRE(fetched.ok());
+  std::map<RecordKey, RecordTimestamp> expected;
+  for (const std::int64_t offset : {3, 10, 11, 4'200, 4'999}) {
+    expected[{orders, offset, false}] = {1'000'000 + offset, false};
+  }
+  CHECK(fetched->timestamps == expected);
+  REQUIRE(fetched->errors.size() == 1);
+  CHECK_THAT(fetched->errors[0],
+             Catch::StartsWith("orders/0@6000: ") && Catch::Contains("Offset out of range"));
+  CHECK(took < 5s);
+
+  // The next poll's read, on the same partition the last one finished (and paused): answered.
+  const auto again =
+      (*admin)->RecordTimestamps({{orders, 100, false}, {orders, 4'500, false}}, 1s, 10s);
+  REQUIRE(again.ok());
+  CHECK(again->errors.empty());
+  CHECK(again->timestamps ==
+        std::map<RecordKey, RecordTimestamp>{{{orders, 100, false}, {1'000'100, false}},
+                                             {{orders, 4'500, false}, {1'004'500, false}}});
 }
