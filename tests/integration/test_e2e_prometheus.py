@@ -89,7 +89,7 @@ NO_DATA_ALLOWED = {
     # behind, and neither job here is (test_routine_operations' backpressure operation and
     # test_bottleneck have them on real Flink).
     **{("What holds the job back", ref, view): "only for a job that is behind; none is here"
-       for ref in "ABCDE" for view in ("all", HEALTHY, FAILING)},
+       for ref in "ABCDEF" for view in ("all", HEALTHY, FAILING)},
 }
 
 
