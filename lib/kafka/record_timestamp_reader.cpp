@@ -47,7 +47,8 @@ std::string Describe(const TopicPartition& tp, std::int64_t offset, bool read_co
 // lie close together (consumers near the log end, or replaying one range) and are answered by
 // the records of one or two fetches. A seek per far position instead of rounds was measured
 // slower (tests/bench/record_timestamps.py, positions 2,000 records apart: 0.82 s a poll against
-// 0.35 s in rounds), and so is reading through 2,000 records.
+// 0.35 s in rounds). The threshold itself is a judgement, not measured: reading through 1,000
+// small records is a few fetches, about what a round costs.
 constexpr std::int64_t kReadThroughRecords = 1000;
 
 // How often the wait of each partition is checked against the request timeout.
