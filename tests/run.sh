@@ -9,19 +9,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's heading carries the time of day: the log then says where the suite's minutes go.
+echo "== [$(date +%T)] dependencies (deploy/install-deps.sh)"
 deploy/install-deps.sh
 
+echo "== [$(date +%T)] build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
   -DLAGSIGHT_REQUIRE_TEST_TOOLS=ON >/dev/null
 # The daemon and the unit tests first: the benchmarks (tests/bench) are built at the end of
 # integration lane 1, which ended 6 minutes before lane 2 in the last measured run.
 cmake --build build --parallel "$(nproc)" --target lagsight lagsight_unit_tests
 
-echo "== unit tests"
+echo "== [$(date +%T)] unit tests"
 (cd build && ctest --output-on-failure)
 [ "${1:-}" != --unit ] || exit 0
 
-echo "== deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
+echo "== [$(date +%T)] deployment tests (systemd unit, Dockerfile, helm chart; systemd-analyze, helm, promtool)"
 # (test_rules.py and test_dashboard.py beside them run in ctest above.)
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
   tests/deploy/test_systemd.py tests/deploy/test_dockerfile.py tests/deploy/test_helm.py
@@ -58,6 +61,7 @@ sanitized_lane() {
   # What is left compiles at full speed now: the idle-priority build runs one job at a time, and
   # waiting for it after the quiet modules took minutes (ninja, stopped, removes the output of
   # the compile it interrupts; an error shows in the build below).
+  echo "== [$(date +%T)] the rest of the sanitized build, at full speed"
   pkill -TERM -P "$asan_build" ninja 2>/dev/null || true
   wait "$asan_build" 2>/dev/null || true
   if ! cmake --build build-asan --target lagsight lagsight_unit_tests --parallel "$(nproc)" \
@@ -71,11 +75,11 @@ sanitized_lane() {
   # (the recorded Flink responses, the unit tests' configs, tests/fuzz/corpus/) and catches a
   # regression in the inputs they cover; the long runs (millions of executions, README
   # "Fuzzing") are done by hand with a larger argument.
-  echo "== fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations, trace lines)"
+  echo "== [$(date +%T)] fuzzing (libFuzzer + ASan/UBSan: Flink REST parsers, configs, listen addresses, durations, trace lines)"
   nice -n 19 tests/fuzz/run.sh 15 >build/lanes/fuzz.log 2>&1 &
   local fuzz=$!
 
-  echo "== unit tests, then the daemon, fault and Flink tests, against an ASan + UBSan build (build-asan/)"
+  echo "== [$(date +%T)] unit tests, then the daemon, fault and Flink tests, against an ASan + UBSan build (build-asan/)"
   # Any memory error, undefined behaviour or leak aborts the unit tests, or lagsight (a leak
   # fails its exit at SIGTERM), and so ends the test that started it (each lagsight must exit 0).
   export ASAN_OPTIONS=halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -88,23 +92,24 @@ sanitized_lane() {
   return "$status"
 }
 
-echo "== integration lane 2 (in the background; its log follows lane 1): ${quiet_modules[*]}, then the sanitized stage"
+echo "== [$(date +%T)] integration lane 2 (in the background; its log follows lane 1): ${quiet_modules[*]}, then the sanitized stage"
 sanitized_lane "$@" >build/lanes/lane2.log 2>&1 &
 lane2=$!
 
-echo "== integration lane 1 (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
+echo "== [$(date +%T)] integration lane 1 (real Kafka broker, real Flink 1.20 and 2.x MiniClusters)"
 # --durations: the suite must stay well under CI's 90 minutes; its log names the slowest tests.
 lane1=0
 LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest tests/integration -v \
   --basetemp=build/lanes/main --durations=15 "${lane1_args[@]}" "$@" || lane1=$?
-echo "== the benchmarks build (tests/bench; run by hand: docs/benchmarks.md)"
+echo "== [$(date +%T)] the benchmarks build (tests/bench; run by hand: docs/benchmarks.md)"
 cmake --build build --parallel "$(nproc)" || lane1=1
 
 lane2_status=0
 wait "$lane2" || lane2_status=$?
-echo "== integration lane 2 (its log, build/lanes/lane2.log)"
+echo "== [$(date +%T)] integration lane 2 (its log, build/lanes/lane2.log)"
 cat build/lanes/lane2.log
 if [ "$lane1" != 0 ] || [ "$lane2_status" != 0 ]; then
+  echo "== [$(date +%T)] done"
   echo "FAILED: integration lane 1 exit $lane1, lane 2 (quiet, sanitized, fuzzing) exit $lane2_status" >&2
   exit 1
 fi
