@@ -73,6 +73,11 @@ constexpr MetricDef kLag{"lagsight_kafka_group_lag_records",
 constexpr MetricDef kTopicLag{"lagsight_kafka_group_topic_lag_records",
                               "Kafka-side lag of the group summed over the topic's partitions.",
                               MetricType::Gauge};
+constexpr MetricDef kTopicCommitted{
+    "lagsight_kafka_group_topic_committed_offsets",
+    "Committed offsets of the group summed over the topic's partitions it committed on: with "
+    "lagsight_kafka_group_topic_lag_records, its progress against the log end.",
+    MetricType::Gauge};
 constexpr MetricDef kMaxLag{"lagsight_kafka_group_max_lag_records",
                             "Largest Kafka-side lag of any partition the group committed on.",
                             MetricType::Gauge};
@@ -128,6 +133,11 @@ constexpr MetricDef kLagSeconds{
     "(record_timestamp, interpolated, lower_bound, caught_up, or interpolated/lower_bound with "
     "_implausible_timestamp: the record's CreateTime was not believable).",
     MetricType::Gauge};
+constexpr MetricDef kTopicMaxLagSeconds{"lagsight_kafka_group_topic_max_lag_seconds",
+                                        "Largest lag in seconds of the group's partitions of the "
+                                        "topic (lagsight_kafka_group_lag_seconds "
+                                        "per partition, where exported).",
+                                        MetricType::Gauge};
 constexpr MetricDef kDetailSeries{
     "lagsight_kafka_group_detail_series",
     "Per-topic and per-partition group series of the cluster in this exposition, after "
@@ -155,7 +165,8 @@ const char* PositionName(analysis::CommitPosition position) {
   }
 }
 
-// Series per group-topic pair at topic level: its lag sum and its uncommitted partitions.
+// Series every group-topic pair has at topic level: its lag sum and its uncommitted partitions
+// (the sum of its committed offsets and its largest lag in seconds come where there are some).
 constexpr std::size_t kTopicSeries = 2;
 
 config::SeriesLevel ConfiguredLevel(const config::KafkaSeriesConfig& series,
@@ -176,15 +187,16 @@ struct PairPlan {
   // None when switched off, or when no partition of the pair has one.
   const std::vector<analysis::PartitionLagSeconds>* lag_seconds = nullptr;
   config::SeriesLevel level = config::SeriesLevel::kPartition;
-  std::size_t partition_series = 0;  // what partition level adds to topic level
+  std::size_t topic_series = kTopicSeries;  // what topic level exports
+  std::size_t partition_series = 0;         // what partition level adds to topic level
 };
 
 std::size_t SeriesAt(const PairPlan& pair) {
   switch (pair.level) {
     case config::SeriesLevel::kPartition:
-      return pair.partition_series + kTopicSeries;
+      return pair.partition_series + pair.topic_series;
     case config::SeriesLevel::kTopic:
-      return kTopicSeries;
+      return pair.topic_series;
     case config::SeriesLevel::kGroup:
       return 0;
   }
@@ -198,7 +210,7 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
                                 const analysis::KafkaFindings* findings,
                                 const config::KafkaSeriesConfig& series, KafkaSeriesUse& use) {
   std::unordered_map<std::string_view, const analysis::GroupFindings*> group_findings;
-  if (findings != nullptr && series.partition_lag_seconds) {
+  if (findings != nullptr) {
     for (const analysis::GroupFindings& group : findings->groups) {
       group_findings.emplace(group.group, &group);
     }
@@ -216,15 +228,21 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
           if (seconds.topic == topic.topic) pair.lag_seconds = &seconds.partitions;
         }
       }
-      pair.partition_series = pair.lag_seconds != nullptr ? pair.lag_seconds->size() : 0;
+      if (pair.lag_seconds != nullptr && !pair.lag_seconds->empty()) ++pair.topic_series;
+      if (pair.lag_seconds != nullptr && series.partition_lag_seconds) {
+        pair.partition_series = pair.lag_seconds->size();
+      }
+      bool committed = false;
       for (const analysis::PartitionLag& partition : topic.partitions) {
         if (partition.position == analysis::CommitPosition::kNoCommit) {
           ++pair.partition_series;  // lagsight_kafka_group_partition_uncommitted
           continue;
         }
+        committed = committed || partition.committed.has_value();
         if (series.partition_committed_offsets) ++pair.partition_series;
         if (partition.lag) ++pair.partition_series;
       }
+      if (committed) ++pair.topic_series;
       use.wanted_series += SeriesAt(pair);
       plan.push_back(std::move(pair));
     }
@@ -247,11 +265,33 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
   for (PairPlan& pair : plan) {
     if (use.detail_series <= series.budget) break;
     if (pair.level != config::SeriesLevel::kTopic) continue;
-    use.detail_series -= kTopicSeries;
+    use.detail_series -= pair.topic_series;
     pair.level = config::SeriesLevel::kGroup;
     ++use.pairs_to_group;
   }
   return plan;
+}
+
+// A group-topic pair's own series: what its partitions add up to.
+void AppendTopicSeries(const analysis::TopicLag& topic,
+                       const std::vector<analysis::PartitionLagSeconds>* lag_seconds,
+                       const Labels& topic_labels, FamilyBuilder& out) {
+  out.Add(kTopicLag, topic_labels, static_cast<double>(topic.lag_sum));
+  out.Add(kTopicUncommitted, topic_labels, topic.uncommitted_partitions);
+  std::optional<double> committed_sum;
+  for (const analysis::PartitionLag& partition : topic.partitions) {
+    if (partition.position == analysis::CommitPosition::kNoCommit || !partition.committed) {
+      continue;
+    }
+    committed_sum = committed_sum.value_or(0) + static_cast<double>(*partition.committed);
+  }
+  if (committed_sum) out.Add(kTopicCommitted, topic_labels, *committed_sum);
+  if (lag_seconds == nullptr || lag_seconds->empty()) return;
+  double most = lag_seconds->front().value.seconds;
+  for (const analysis::PartitionLagSeconds& seconds : *lag_seconds) {
+    most = std::max(most, seconds.value.seconds);
+  }
+  out.Add(kTopicMaxLagSeconds, topic_labels, most);
 }
 
 // The group series of the groups in [begin, end), whose pairs' plan starts at `pair`.
@@ -271,8 +311,7 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
       Labels topic_labels = group_labels;
       topic_labels.emplace_back("topic", topic.topic);
       if (level != config::SeriesLevel::kGroup) {
-        out.Add(kTopicLag, topic_labels, static_cast<double>(topic.lag_sum));
-        out.Add(kTopicUncommitted, topic_labels, topic.uncommitted_partitions);
+        AppendTopicSeries(topic, lag_seconds, topic_labels, out);
       }
       const bool per_partition = level == config::SeriesLevel::kPartition;
       // A million of these series at issue 14's S3: the topic's labels are escaped once, and a
@@ -303,7 +342,7 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
           out.Add(kOutOfRange, shared, {{"partition", partition_label}, {"position", position}}, 1);
         }
       }
-      if (!per_partition || lag_seconds == nullptr) continue;
+      if (!per_partition || lag_seconds == nullptr || !series.partition_lag_seconds) continue;
       const SeriesPrefix seconds_prefix(kLagSeconds, shared, "partition");
       for (const analysis::PartitionLagSeconds& seconds : *lag_seconds) {
         out.Add(seconds_prefix, number(seconds.partition),

@@ -2,8 +2,9 @@
 // and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
 // Prints numbers; asserts nothing (speed goals live here, not in timed tests). `level` is the
 // series granularity of every group (config series.granularity): partition (default), topic,
-// group; or "lean": partition level without committed offsets. `threads` renders the group series
-// on that many threads (0: as the daemon chooses, from the series and the CPUs).
+// group; or "full": partition level with the opt-in committed offsets per partition. `threads`
+// renders the group series on that many threads (0: as the daemon chooses, from the series and the
+// CPUs).
 //   build/tests/bench/exposition_bench [groups] [partitions_per_group] [level] [threads]
 #include <sys/resource.h>
 
@@ -27,10 +28,10 @@ int main(int argc, char** argv) {
     series.granularity.push_back(
         {std::nullopt, std::nullopt,
          level == "topic" ? config::SeriesLevel::kTopic : config::SeriesLevel::kGroup});
-  } else if (level == "lean") {
-    series.partition_committed_offsets = false;
+  } else if (level == "full") {
+    series.partition_committed_offsets = true;
   } else if (level != "partition") {
-    std::fprintf(stderr, "level must be partition, topic, group or lean, got %s\n", level.c_str());
+    std::fprintf(stderr, "level must be partition, topic, group or full, got %s\n", level.c_str());
     return 2;
   }
 

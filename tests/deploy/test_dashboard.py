@@ -100,8 +100,8 @@ class DashboardTest(unittest.TestCase):
                        "lagsight_flink_source_commits_failed_total", "lagsight_flink_source_commit_failure_ratio",
                        "lagsight_kafka_group_max_lag_seconds", "lagsight_flink_source_emit_event_time_lag_seconds",
                        "lagsight_flink_topic_max_lag_seconds", "lagsight_flink_source_catch_up_seconds",
-                       "lagsight_diagnosis", "lagsight_kafka_group_committed_offset",
-                       "lagsight_kafka_partition_latest_offset", "lagsight_kafka_group_offsets_expiry_seconds"):
+                       "lagsight_diagnosis", "lagsight_kafka_group_topic_committed_offsets",
+                       "lagsight_kafka_group_topic_lag_records", "lagsight_kafka_group_offsets_expiry_seconds"):
             self.assertIn(metric, exprs)
         overlay = [p for p in self.panels if p["title"] == "Kafka-side vs Flink-side lag"][0]
         used = set().union(*(pn.metric_names(t["expr"]) for t in overlay["targets"]))
@@ -161,8 +161,9 @@ class DashboardTest(unittest.TestCase):
                 ("lagsight_flink_job_lateness_target_seconds", job, "300x60"),
                 ("lagsight_flink_source_catch_up_seconds", f'{job},source="orders-source"', "0x60"),
                 ("lagsight_kafka_group_catch_up_seconds", group, "0x60"),
-                ("lagsight_kafka_group_committed_offset", f"{group},{partition}", "0+500x60"),
-                ("lagsight_kafka_group_lag_seconds", f'{group},{partition},method="record_timestamp"', "1x60"),
+                ("lagsight_kafka_group_topic_committed_offsets", f'{group},topic="orders.v2"', "0+500x60"),
+                ("lagsight_kafka_group_topic_max_lag_seconds", f'{group},topic="orders.v2"', "1x60"),
+                ("lagsight_kafka_group_topic_lag_records", f'{group},topic="orders.v2"', "9500x60"),
                 ("lagsight_kafka_group_sawtooth_period_seconds", group, "600x60"),
                 ("lagsight_kafka_group_sawtooth_amplitude_records", group, "9500x60"),
                 ("lagsight_diagnosis_since_timestamp_seconds",

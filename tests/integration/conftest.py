@@ -32,6 +32,15 @@ pytest_plugins = ["scenario_report"]  # diagnosis scenario results -> docs/diagn
 
 DEFAULT_BINARY = REPO_ROOT / "build" / "cmd" / "lagsight" / "lagsight"
 CLUSTER = "local"
+# The opt-in per-partition families (off by default: a Prometheus pays for each series). A test
+# that checks each partition's committed offset or lag in seconds against Kafka asks for them
+# with the marker ``partition_series``; every other test runs on the defaults.
+PARTITION_SERIES = {"partition_committed_offsets": True, "partition_lag_seconds": True}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "partition_series: start_lagsight exports the opt-in "
+                            "per-partition committed offsets and lag in seconds")
 # Long enough for several polls (1 s apart) and one request timeout (5 s) against a dead broker.
 POLL_DEADLINE_SECONDS = 60.0
 # Each daemon's analysis trace (two files at most: this and the one rotated before it).
@@ -284,6 +293,8 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
               ) -> LagsightProcess:
         work_dir = tmp_path / f"lagsight-{len(processes)}"
         work_dir.mkdir()
+        if request.node.get_closest_marker("partition_series") is not None:
+            kafka_settings = {"series": PARTITION_SERIES, **(kafka_settings or {})}
         process = LagsightProcess(
             lagsight_binary, work_dir,
             lagsight_config(bootstrap, groups, topics, flink, properties, diagnosis, more_kafka,

@@ -18,7 +18,9 @@ from workload import commit_without_joining, create_topic, produce
 DETAIL_FAMILIES = ("lagsight_kafka_group_committed_offset", "lagsight_kafka_group_lag_records",
                    "lagsight_kafka_group_partition_uncommitted",
                    "lagsight_kafka_group_lag_seconds", "lagsight_kafka_group_topic_lag_records",
-                   "lagsight_kafka_group_topic_uncommitted_partitions")
+                   "lagsight_kafka_group_topic_uncommitted_partitions",
+                   "lagsight_kafka_group_topic_committed_offsets",
+                   "lagsight_kafka_group_topic_max_lag_seconds")
 
 
 def detail_lines(metrics: promtext.Samples, prefix: str) -> int:
@@ -54,7 +56,10 @@ def test_coarser_series_still_add_up_to_what_kafka_reports(kafka_broker, start_l
     tool_sum: dict[str, int] = defaultdict(int)
     tool_topic_sum: dict[tuple[str, str], int] = defaultdict(int)
     tool_lag: dict[tuple[str, str, int], int] = {}
+    tool_committed_sum: dict[tuple[str, str], int] = defaultdict(int)
     for row in truth_rows:
+        if row.current_offset is not None:
+            tool_committed_sum[(row.group, row.topic)] += row.current_offset
         if row.lag is None:
             continue
         tool_sum[row.group] += row.lag
@@ -69,7 +74,7 @@ def test_coarser_series_still_add_up_to_what_kafka_reports(kafka_broker, start_l
     lagsight = start_lagsight(bootstrap, groups=groups, kafka_settings={"series": {
         "granularity": [{"groups": backfill, "level": "topic"},
                         {"groups": rollup, "level": "group"}],
-        "partition_committed_offsets": False}})
+        "partition_lag_seconds": True}})
     metrics = lagsight.wait_for(
         lambda m: {dict(labels)["group"]: value for labels, value in
                    promtext.select(m, "lagsight_kafka_group_sum_lag_records").items()} ==
@@ -97,7 +102,13 @@ def test_coarser_series_still_add_up_to_what_kafka_reports(kafka_broker, start_l
          if group == app}
     assert {int(dict(labels)["partition"]) for labels in series_of(
         metrics, "lagsight_kafka_group_partition_uncommitted", app)} == {4, 5}
-    assert promtext.select(metrics, "lagsight_kafka_group_committed_offset") == {}
+    assert promtext.select(metrics, "lagsight_kafka_group_committed_offset") == {}  # opt-in
+    # By default the committed offsets come summed per group and topic, as the tool's add up
+    # (rollup, at group level, has none).
+    assert {(dict(labels)["group"], dict(labels)["topic"]): value for labels, value in
+            promtext.select(metrics, "lagsight_kafka_group_topic_committed_offsets").items()
+            if dict(labels)["group"].startswith(unique_prefix)} == \
+        {pair: float(total) for pair, total in tool_committed_sum.items() if pair[0] != rollup}
     # The count metric is what the scrape holds (only this test's groups pass the filter).
     assert list(promtext.select(metrics, "lagsight_kafka_group_detail_series").values()) == \
         [float(detail_lines(metrics, unique_prefix))]
@@ -107,7 +118,7 @@ def test_coarser_series_still_add_up_to_what_kafka_reports(kafka_broker, start_l
     budgeted = start_lagsight(bootstrap, groups=groups, kafka_settings={"series": {
         "granularity": [{"groups": backfill, "level": "topic"},
                         {"groups": rollup, "level": "group"}],
-        "partition_committed_offsets": False, "budget": unlimited - 1}})
+        "partition_lag_seconds": True, "budget": unlimited - 1}})
     metrics = budgeted.wait_for(
         lambda m: list(promtext.select(m, "lagsight_kafka_series_budget_coarsened_pairs",
                                        level="topic").values()) == [1.0] and

@@ -275,7 +275,8 @@ def join_evidence(scenarios: Scenarios, jid: str, job_name: str, group: str, top
     return (f"lagsight: flink committedOffset "
             f"{values('lagsight_flink_source_committed_offset', job_name=job_name)}, "
             f"current {values('lagsight_flink_source_current_offset', job_name=job_name)}, "
-            f"group committed {values('lagsight_kafka_group_committed_offset', group=group)}, "
+            f"group committed (sum) "
+            f"{values('lagsight_kafka_group_topic_committed_offsets', group=group)}, "
             f"job_group_info {values('lagsight_flink_job_group_info', job_name=job_name)}; "
             f"REST committedOffset {source_offsets(scenarios.flink, jid, 'committedOffset')}, "
             f"tool committed {group_committed(scenarios.bootstrap, group)}")

@@ -16,6 +16,9 @@ from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import create_topic, produce
 
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
+
 PARTITIONS = 3
 OFFSET_ID = re.compile(r"^\d+\.[^.]+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.(currentOffset|committedOffset)$")
 

@@ -19,6 +19,9 @@ import kafka_broker as kafka
 import promtext
 import workload
 
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
+
 GROUP_INFO = "lagsight_kafka_group_info"
 
 

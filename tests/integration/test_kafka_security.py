@@ -43,6 +43,9 @@ import workload
 from conftest import LagsightProcess, _register_log_for_failures, wait_until
 from kafka_broker import KafkaBroker
 
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
+
 PASSWORD = "lagsight-scram-password"
 SCRAM_PRINCIPAL = "User:lagsight"
 MTLS_NAME = "lagsight-mtls"

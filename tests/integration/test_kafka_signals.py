@@ -22,6 +22,9 @@ import promtext
 import workload
 from kafka_broker import KafkaBroker
 
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
+
 RETENTION = "lagsight_kafka_offsets_retention_seconds"
 BOOTSTRAP_INFO = "lagsight_kafka_bootstrap_cluster_info"
 MISMATCH = "lagsight_kafka_cluster_mismatch"

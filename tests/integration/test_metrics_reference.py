@@ -91,7 +91,10 @@ def live(session_broker, lagsight_binary, tmp_path_factory, request) -> Iterator
         lagsight = LagsightProcess(lagsight_binary, work_dir / "lagsight", {
             "kafka": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "poll_interval": "1s",
                        "request_timeout": "5s", "groups": {"allow": [f"{PREFIX}-.*"]},
-                       "topics": {"allow": [f"{PREFIX}-.*"]}}],
+                       "topics": {"allow": [f"{PREFIX}-.*"]},
+                       # The opt-in per-partition families too: every metric is to be seen.
+                       "series": {"partition_committed_offsets": True,
+                                  "partition_lag_seconds": True}}],
             "flink": [{"name": FLINK_CLUSTER, "rest_url": flink.rest_url,
                        "kafka_cluster": CLUSTER, "poll_interval": "1s",
                        "request_timeout": "5s"}],

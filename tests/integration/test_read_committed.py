@@ -13,12 +13,17 @@ of both isolation levels, and the Flink REST API's positions through the job's c
 
 from __future__ import annotations
 
+import pytest
+
 import kafka_broker as kafka
 import promtext
 from promtext import by_partition
 from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import OpenTransaction, create_topic, produce_transactional, records_after
+
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
 
 PARTITIONS = 2
 COMMITTED = 50   # per partition, in one committed transaction: its marker takes offset 50

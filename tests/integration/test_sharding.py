@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import kafka_broker as kafka
 import promtext
 from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import commit_without_joining, create_topic, produce
+
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
 
 SHARDS = 3
 PARTITIONS = 3

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import kafka_broker as kafka
 import promtext
 from promtext import by_partition
 from conftest import wait_until
 from flink_job import FlinkJob, JobSpec
 from workload import create_topic, produce, produce_transactional, records_after
+
+# Checks each partition's committed offset or lag in seconds: the opt-in families.
+pytestmark = pytest.mark.partition_series
 
 PARTITIONS = 2
 RECORDS = 100  # per partition, in one committed transaction: the marker takes offset 100

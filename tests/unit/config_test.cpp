@@ -80,8 +80,9 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(read_committed[0].FullMatch("ledger-eu"));
   CHECK_FALSE(read_committed[0].FullMatch("xledger-eu"));
   CHECK(read_committed[1].FullMatch("audit"));
-  CHECK(prod.series == lagsight::config::KafkaSeriesConfig{});  // every series, no budget
-  CHECK(prod.series.partition_committed_offsets);
+  CHECK(prod.series == lagsight::config::KafkaSeriesConfig{});  // the defaults, no budget
+  CHECK_FALSE(prod.series.partition_committed_offsets);         // opt-in: per topic by default
+  CHECK_FALSE(prod.series.partition_lag_seconds);
   const auto& series = parsed->kafka[1].series;
   REQUIRE(series.granularity.size() == 2);
   CHECK(series.granularity[0].group->FullMatch("batch-7"));
@@ -90,8 +91,8 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK_FALSE(series.granularity[1].group);
   CHECK(series.granularity[1].topic->FullMatch("clicks"));
   CHECK(series.granularity[1].level == lagsight::config::SeriesLevel::kGroup);
-  CHECK_FALSE(series.partition_committed_offsets);
-  CHECK_FALSE(series.partition_lag_seconds);
+  CHECK(series.partition_committed_offsets);
+  CHECK(series.partition_lag_seconds);
   CHECK(series.budget == 250000);
   CHECK(parsed->diagnosis.window == std::chrono::minutes(2));
   CHECK(parsed->diagnosis.confirm_polls == 3);

@@ -91,7 +91,9 @@ int DetailLines(const std::string& text) {
        {"lagsight_kafka_group_committed_offset", "lagsight_kafka_group_lag_records",
         "lagsight_kafka_group_partition_uncommitted", "lagsight_kafka_group_lag_seconds",
         "lagsight_kafka_group_topic_lag_records",
-        "lagsight_kafka_group_topic_uncommitted_partitions"}) {
+        "lagsight_kafka_group_topic_uncommitted_partitions",
+        "lagsight_kafka_group_topic_committed_offsets",
+        "lagsight_kafka_group_topic_max_lag_seconds"}) {
     if (lines.contains(name)) total += lines.at(name);
   }
   return total;
@@ -103,10 +105,43 @@ bool Has(const std::string& text, const std::string& line) {
 
 config::Pattern Compile(const std::string& text) { return config::Pattern::Compile(text).value(); }
 
+// Both per-partition switches on: every series a group-partition can have.
+config::KafkaSeriesConfig EveryPartitionSeries() {
+  config::KafkaSeriesConfig series;
+  series.partition_committed_offsets = true;
+  series.partition_lag_seconds = true;
+  return series;
+}
+
 }  // namespace
 
-TEST_CASE("by default every group-partition has its series", "[metrics][series]") {
+TEST_CASE("by default a group-partition has its lag; committed offsets and seconds go per topic",
+          "[metrics][series]") {
   const Rendered rendered = Render({});
+  const std::string& text = rendered.text;
+  const auto lines = LinesByName(text);
+  CHECK(lines.at("lagsight_kafka_group_lag_records") == 10);
+  CHECK_FALSE(lines.contains("lagsight_kafka_group_committed_offset"));
+  CHECK_FALSE(lines.contains("lagsight_kafka_group_lag_seconds"));
+  // 7 x 90 on big's events, 90 + 500 on small's: what a dashboard draws against the log end.
+  CHECK(Has(text,
+            "lagsight_kafka_group_topic_committed_offsets{kafka_cluster=\"prod\",group=\"big\","
+            "topic=\"events\"} 630"));
+  CHECK(Has(text,
+            "lagsight_kafka_group_topic_committed_offsets{kafka_cluster=\"prod\",group=\"small\","
+            "topic=\"events\"} 590"));
+  CHECK(Has(text,
+            "lagsight_kafka_group_topic_max_lag_seconds{kafka_cluster=\"prod\",group=\"big\","
+            "topic=\"events\"} 12.5"));
+  CHECK(Has(text,
+            "lagsight_kafka_group_topic_max_lag_seconds{kafka_cluster=\"prod\",group=\"big\","
+            "topic=\"audit\"} 3"));
+  CHECK(lines.at("lagsight_kafka_group_topic_max_lag_seconds") == 2);  // none known for small
+  CHECK(rendered.use.detail_series == static_cast<std::size_t>(DetailLines(text)));
+}
+
+TEST_CASE("with both switches on every group-partition has its series", "[metrics][series]") {
+  const Rendered rendered = Render(EveryPartitionSeries());
   const auto lines = LinesByName(rendered.text);
   CHECK(lines.at("lagsight_kafka_group_committed_offset") == 10);  // 7 + 1 (big), 2 (small)
   CHECK(lines.at("lagsight_kafka_group_lag_seconds") == 8);
@@ -122,7 +157,7 @@ TEST_CASE("by default every group-partition has its series", "[metrics][series]"
 
 TEST_CASE("a topic-level rule keeps the sums and drops the partitions of what it matches",
           "[metrics][series]") {
-  config::KafkaSeriesConfig series;
+  config::KafkaSeriesConfig series = EveryPartitionSeries();
   series.granularity.push_back({Compile("big"), Compile("events"), config::SeriesLevel::kTopic});
   const Rendered rendered = Render(series);
   const std::string& text = rendered.text;
@@ -149,7 +184,7 @@ TEST_CASE("a topic-level rule keeps the sums and drops the partitions of what it
 
 TEST_CASE("a group-level rule keeps only the group's own series, and out-of-range flags",
           "[metrics][series]") {
-  config::KafkaSeriesConfig series;
+  config::KafkaSeriesConfig series = EveryPartitionSeries();
   series.granularity.push_back({Compile("small"), std::nullopt, config::SeriesLevel::kGroup});
   series.granularity.push_back({std::nullopt, std::nullopt, config::SeriesLevel::kPartition});
   const Rendered rendered = Render(series);
@@ -165,15 +200,14 @@ TEST_CASE("a group-level rule keeps only the group's own series, and out-of-rang
   CHECK(LinesByName(text).at("lagsight_kafka_group_committed_offset") == 8);  // big's, by rule 2
 }
 
-TEST_CASE("the per-partition committed offsets and lag seconds can be switched off",
+TEST_CASE("the per-partition committed offsets and lag seconds are switched on one by one",
           "[metrics][series]") {
   config::KafkaSeriesConfig series;
-  series.partition_committed_offsets = false;
-  series.partition_lag_seconds = false;
+  series.partition_lag_seconds = true;
   const Rendered rendered = Render(series);
   const auto lines = LinesByName(rendered.text);
   CHECK_FALSE(lines.contains("lagsight_kafka_group_committed_offset"));
-  CHECK_FALSE(lines.contains("lagsight_kafka_group_lag_seconds"));
+  CHECK(lines.at("lagsight_kafka_group_lag_seconds") == 8);
   CHECK(lines.at("lagsight_kafka_group_lag_records") == 10);
   CHECK(rendered.use.detail_series == static_cast<std::size_t>(DetailLines(rendered.text)));
 }
@@ -201,12 +235,14 @@ TEST_CASE(
       rendered.text,
       "lagsight_kafka_series_budget_coarsened_pairs{kafka_cluster=\"prod\",level=\"topic\"} 1"));
 
-  series.budget = 2;  // room for one pair's two topic series only
+  // Room for one pair's topic series only: small's events has three (lag sum, uncommitted
+  // partitions, committed offsets), big's pairs four (and their largest lag in seconds).
+  series.budget = 3;
   rendered = Render(series);
   CHECK(rendered.use.pairs_to_topic == 3);
   CHECK(rendered.use.pairs_to_group == 2);
-  CHECK(DetailLines(rendered.text) == 2);
-  CHECK(rendered.use.detail_series == 2);
+  CHECK(DetailLines(rendered.text) == 3);
+  CHECK(rendered.use.detail_series == 3);
   CHECK(Has(
       rendered.text,
       "lagsight_kafka_series_budget_coarsened_pairs{kafka_cluster=\"prod\",level=\"group\"} 2"));
