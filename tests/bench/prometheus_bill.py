@@ -6,9 +6,9 @@ starts Debian's Prometheus (``/usr/bin/prometheus``, 2.42) in a directory of its
 port, scraping one exporter at a fixed interval and timeout (the same for every exporter, long
 enough for the slowest peer's scrape), lets it run for a while, and reads back:
 
-- from Prometheus's own /metrics: ``prometheus_tsdb_head_series`` (the exporter's series plus
-  the eight Prometheus adds per target: up, scrape_duration_seconds, ..., from
-  ``extra-scrape-metrics``) and ``go_memstats_heap_inuse_bytes``;
+- from Prometheus's own /metrics: ``prometheus_tsdb_head_series`` (the exporter's series, the
+  eight Prometheus adds per target, and every series that came and went in the window: a label
+  value that changes is a new series) and ``go_memstats_heap_inuse_bytes``;
 - its resident size (VmRSS from /proc, every second: median and maximum over the window);
 - per scrape, from its query API: ``scrape_samples_scraped`` and ``scrape_body_size_bytes``
   (the uncompressed body; this metric needs ``--enable-feature=extra-scrape-metrics``), the
@@ -32,6 +32,10 @@ from many_groups import rss_mb
 from scraping import first_value
 
 PROMETHEUS = Path("/usr/bin/prometheus")
+# Series Prometheus adds per target: up, scrape_duration_seconds, scrape_samples_scraped,
+# scrape_samples_post_metric_relabeling, scrape_series_added, and with extra-scrape-metrics
+# scrape_timeout_seconds, scrape_sample_limit, scrape_body_size_bytes.
+TARGET_SERIES = 8
 
 
 @dataclass
@@ -45,6 +49,13 @@ class Bill:
     scrape_s: float | None = None       # median of the window's scrapes (failed ones too)
     scrapes_up: int = 0
     scrapes: int = 0
+
+    @property
+    def churned_series(self) -> int:
+        """Series in the head beyond the latest scrape's samples and the target's own 8: series
+        that came and went within the window (a label value that changes makes a new series,
+        which the head keeps until it is compacted, 2 h later)."""
+        return max(0, self.head_series - round(self.samples_per_scrape) - TARGET_SERIES)
 
 
 def _config(target_port: int, interval: float, timeout: float) -> str:
@@ -137,16 +148,17 @@ def measure_bill(target_port: int, work: Path, seconds: float, interval: float,
 
 def bill_table(rows: list[tuple[str, str, int, Bill]], interval: float, seconds: float) -> str:
     """The Markdown table of the bills: (scale, exporter, group-partitions, bill) a row."""
-    lines = [f"| scale | exporter | series in head | per group-partition | Prometheus RSS "
-             f"median, max | heap in use | samples a scrape | body a scrape (plain) | "
-             f"scrape as Prometheus timed it | scrapes up (every {interval:g} s, "
+    lines = [f"| scale | exporter | series in head | per group-partition | beyond one scrape's "
+             f"| Prometheus RSS median, max | heap in use | samples a scrape | body a scrape "
+             f"(plain) | scrape as Prometheus timed it | scrapes up (every {interval:g} s, "
              f"{seconds:g} s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for scale, name, group_partitions, b in rows:
         scrape = f"{b.scrape_s * 1000:.0f} ms" if b.scrape_s is not None else "n/a"
         lines.append(
             f"| {scale} ({group_partitions:,}) | {name} | {b.head_series:,} | "
-            f"{b.head_series / group_partitions:.2f} | {b.rss_median_mb:.0f} MB, "
+            f"{b.head_series / group_partitions:.2f} | {b.churned_series:,} | "
+            f"{b.rss_median_mb:.0f} MB, "
             f"{b.rss_max_mb:.0f} MB | {b.heap_inuse_mb:.0f} MB | {b.samples_per_scrape:,.0f} | "
             f"{b.body_bytes_per_scrape / 1e6:.1f} MB | {scrape} | {b.scrapes_up} / {b.scrapes} |")
     return "\n".join(lines)
