@@ -5,15 +5,17 @@ its own poll duration is not what a user waits for: the poll, its analysis and t
 between the moment lagsight starts reading Kafka and the moment /metrics shows what it read.
 The peers read Kafka inside the scrape, so for them that time is the scrape's duration. To
 compare like with like, ``FreshnessProbe`` asks lagsight's /metrics every 50 ms (gzip, reading
-only the health lines at its head) and, when ``lagsight_kafka_polls_total`` changes, takes
+on past the first lines only when they show a new render) and, when
+``lagsight_kafka_polls_total`` changes, takes
 
     fresh_at - (lagsight_kafka_last_poll_timestamp_seconds - lagsight_kafka_poll_duration_seconds)
 
 lagsight stamps ``last_poll_timestamp`` with the wall clock when the poll ends (daemon.cpp's
 OnPollDone, the same moment it measures the duration from), so the difference is the poll's
 start on the same machine clock as ``fresh_at``. A render is requested only once a poll's
-analysis is done, so the exposition in which polls_total grew is the first with its data. The
-answer is late by up to one probe period (50 ms) plus the probe's own request.
+analysis is done, so the exposition in which polls_total grew is the first with its data.
+fresh_at is when the probe saw that exposition's first lines: late by up to one probe period
+(50 ms) plus the probe's own request.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from scraping import read_head
+from scraping import exposition_blocks, values_in
 
 POLLS = "lagsight_kafka_polls_total"
 LAST_POLL = "lagsight_kafka_last_poll_timestamp_seconds"
@@ -54,6 +56,7 @@ class FreshnessProbe:
     errors: int = 0
 
     def __post_init__(self) -> None:
+        self._render_seen: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="freshness")
         self._thread.start()
@@ -62,18 +65,42 @@ class FreshnessProbe:
         seen: float | None = None
         while not self._stop.wait(PERIOD):
             try:
-                head = read_head(self.port, [POLLS, LAST_POLL, POLL_DURATION, RENDER])
+                fresh_at, found = self._read()
             except OSError:
                 self.errors += 1
                 continue
-            fresh_at = time.time()
-            polls = head.get(POLLS)
-            if polls is None or polls == seen:
+            polls = found.get(POLLS)
+            if fresh_at is None or polls is None or polls == seen:
                 continue
-            if seen is not None and LAST_POLL in head and POLL_DURATION in head:
-                self.polls.append(FreshPoll(polls, head[LAST_POLL] - head[POLL_DURATION],
-                                            fresh_at, head[POLL_DURATION], head.get(RENDER)))
+            if seen is not None and LAST_POLL in found and POLL_DURATION in found:
+                self.polls.append(FreshPoll(polls, found[LAST_POLL] - found[POLL_DURATION],
+                                            fresh_at, found[POLL_DURATION], found.get(RENDER)))
             seen = polls
+
+    def _read(self) -> tuple[float | None, dict[str, float]]:
+        """One look at /metrics: (when a new exposition was first seen, its values), or
+        (None, ...) when it is the one seen last time.
+
+        Families are sorted by name, so the render's duration (a new value every render) is in
+        the first lines, and the poll's health lines come after the group series, most of the
+        exposition later. The head tells whether the exposition is new; only a new one is read
+        on to its health lines, on the same answer, so they are that exposition's.
+        """
+        found: dict[str, float] = {}
+        fresh_at = None
+        with exposition_blocks(self.port) as blocks:
+            for block in blocks:
+                values_in(block, [RENDER, POLLS, LAST_POLL, POLL_DURATION], found)
+                if RENDER in found and fresh_at is None:
+                    if found[RENDER] == self._render_seen:
+                        return None, found
+                    fresh_at = time.time()
+                if len(found) == 4:
+                    break
+        if fresh_at is None:  # the first render has no render duration: seen at its end
+            fresh_at = time.time()
+        self._render_seen = found.get(RENDER)
+        return fresh_at, found
 
     def newest(self) -> FreshPoll | None:
         return self.polls[-1] if self.polls else None

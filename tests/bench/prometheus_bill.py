@@ -4,7 +4,8 @@ An exporter's own memory and CPU are half of its bill; the other half is paid by
 that ingests it: every series lives in its head block, every scrape is parsed. ``measure_bill``
 starts Debian's Prometheus (``/usr/bin/prometheus``, 2.42) in a directory of its own, on a free
 port, scraping one exporter at a fixed interval and timeout (the same for every exporter, long
-enough for the slowest peer's scrape), lets it run for a while, and reads back:
+enough for the slowest peer's scrape), lets it run for a while from its first scrape on, and
+reads back:
 
 - from Prometheus's own /metrics: ``prometheus_tsdb_head_series`` (the exporter's series, the
   eight Prometheus adds per target, and every series that came and went in the window: a label
@@ -93,6 +94,18 @@ def _wait_ready(process: subprocess.Popen, port: int, log: Path) -> None:
     raise RuntimeError(f"prometheus not ready within 60 s; see {log}")
 
 
+def _wait_first_scrape(port: int, timeout: float) -> None:
+    """Until Prometheus has scraped the target once: its first scrape comes at an offset of
+    its own within the interval, so a window started before it holds one scrape fewer for one
+    exporter than for another."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _query(port, "count(up)"):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"prometheus did not scrape the exporter within {timeout} s")
+
+
 def _read_back(port: int, bill: Bill, seconds: float) -> None:
     """Fills ``bill`` from Prometheus's own metrics and its query API."""
     own = _get(port, "/metrics")
@@ -122,6 +135,7 @@ def measure_bill(target_port: int, work: Path, seconds: float, interval: float,
     bill = Bill()
     try:
         _wait_ready(process, port, log_path)
+        _wait_first_scrape(port, interval + timeout + 30)
         rss: list[float] = []
         over = threading.Event()
 
