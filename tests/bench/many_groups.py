@@ -22,6 +22,7 @@ import sys
 import tempfile
 import multiprocessing
 import re
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -59,6 +60,38 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def stop_process(process: "subprocess.Popen") -> None:
+    """SIGTERM, then SIGKILL after 30 s: a process the benchmark started ends with it."""
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+class RssSampler:
+    """A process's VmRSS sampled every `period` seconds on a thread while the `with` block runs:
+    a single reading lands wherever it lands in the process's cycle."""
+
+    def __init__(self, pid: int, period: float) -> None:
+        self.samples: list[float] = []
+        self._over = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(pid, period), daemon=True)
+
+    def _sample(self, pid: int, period: float) -> None:
+        while not self._over.wait(period):
+            self.samples.append(rss_mb(pid))
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._over.set()
+        self._thread.join()
 
 
 PROBE_SECONDS = 30

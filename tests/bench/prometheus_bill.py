@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_broker import free_loopback_port
-from many_groups import rss_mb
+from many_groups import RssSampler, stop_process
 from scraping import first_value
 
 PROMETHEUS = Path("/usr/bin/prometheus")
@@ -136,27 +135,13 @@ def measure_bill(target_port: int, work: Path, seconds: float, interval: float,
     try:
         _wait_ready(process, port, log_path)
         _wait_first_scrape(port, interval + timeout + 30)
-        rss: list[float] = []
-        over = threading.Event()
-
-        def sample_rss() -> None:
-            while not over.wait(1.0):
-                rss.append(rss_mb(process.pid))
-
-        sampler = threading.Thread(target=sample_rss, daemon=True)
-        sampler.start()
-        time.sleep(seconds)
-        over.set()
-        sampler.join()
-        bill.rss_median_mb, bill.rss_max_mb = statistics.median(rss), max(rss)
+        with RssSampler(process.pid, 1.0) as rss:
+            time.sleep(seconds)
+        bill.rss_median_mb = statistics.median(rss.samples)
+        bill.rss_max_mb = max(rss.samples)
         _read_back(port, bill, seconds)
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process)
     return bill
 
 

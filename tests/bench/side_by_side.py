@@ -48,7 +48,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +62,7 @@ from freshness import FreshnessProbe  # noqa: E402
 from kafka_broker import KafkaBroker, free_loopback_port  # noqa: E402
 from live_groups import (Agreement, CommitFailed, Committer, LiveGroups,  # noqa: E402
                          check, fill_topic, group_index)
-from many_groups import rss_mb  # noqa: E402
+from many_groups import RssSampler, rss_mb, stop_process  # noqa: E402
 from prometheus_bill import Bill, bill_table, measure_bill  # noqa: E402
 from scraping import first_value, samples, scrape, series_count  # noqa: E402
 
@@ -179,30 +178,21 @@ def measure_idle(exporter: Exporter, process: subprocess.Popen, port: int, inter
     """The idle cost: one scrape per interval over the window (lagsight polls at that interval
     on its own; the peers refresh when scraped). The resident size is sampled through the
     window, not read once: a single reading lands wherever it lands in the exporter's cycle."""
-    rss_samples: list[float] = []
-    window_over = threading.Event()
-
-    def sample_rss() -> None:
-        while not window_over.wait(0.25):
-            rss_samples.append(rss_mb(process.pid))
-
-    sampler = threading.Thread(target=sample_rss, daemon=True)
-    cpu_before, wall_before = cpu_seconds(process.pid), time.monotonic()
-    sampler.start()
-    first = True
-    while time.monotonic() - wall_before < window:
-        _, body, _ = scrape(port)
-        # The window's first scrape may still show a render from the fresh window.
-        render = first_value(body, "lagsight_exposition_render_duration_seconds")
-        if exporter.polls_on_its_own and not first and render is not None:
-            result.render_at_interval_s.append(render)
-        first = False
-        time.sleep(max(0.0, interval - (time.monotonic() - wall_before) % interval))
-    result.cpu_share = (cpu_seconds(process.pid) - cpu_before) / (time.monotonic() - wall_before)
-    window_over.set()
-    sampler.join()
-    result.rss_mb = statistics.median(rss_samples)
-    result.window_max_rss_mb = max(rss_samples)
+    with RssSampler(process.pid, 0.25) as sampler:
+        cpu_before, wall_before = cpu_seconds(process.pid), time.monotonic()
+        first = True
+        while time.monotonic() - wall_before < window:
+            _, body, _ = scrape(port)
+            # The window's first scrape may still show a render from the fresh window.
+            render = first_value(body, "lagsight_exposition_render_duration_seconds")
+            if exporter.polls_on_its_own and not first and render is not None:
+                result.render_at_interval_s.append(render)
+            first = False
+            time.sleep(max(0.0, interval - (time.monotonic() - wall_before) % interval))
+        result.cpu_share = ((cpu_seconds(process.pid) - cpu_before)
+                            / (time.monotonic() - wall_before))
+    result.rss_mb = statistics.median(sampler.samples)
+    result.window_max_rss_mb = max(sampler.samples)
     result.peak_rss_mb = rss_mb(process.pid, "VmHWM")
 
 
@@ -232,15 +222,6 @@ def check_against_truth(exporter: Exporter, port: int, live: LiveGroups, groups:
     if offsets:  # not exported at all (a peer, or a lagsight whose defaults leave it out): n/a
         result.offsets = check(offsets, {key: committed
                                          for key, (committed, _) in expected.items()})
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(10)
 
 
 def run(exporter: Exporter, bootstrap: str, work: Path, live: LiveGroups, groups: int,
@@ -275,7 +256,7 @@ def run(exporter: Exporter, bootstrap: str, work: Path, live: LiveGroups, groups
     finally:
         if committer is not None:
             committer.stop()
-        stop(process)
+        stop_process(process)
         log.close()
     return result
 
