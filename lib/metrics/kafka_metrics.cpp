@@ -184,7 +184,8 @@ using GroupLags = std::vector<analysis::GroupLag>;
 // One group-topic pair of the poll, in the order it is rendered.
 struct PairPlan {
   const analysis::TopicLag* topic = nullptr;
-  // None when switched off, or when no partition of the pair has one.
+  // The lags in seconds of its partitions (the largest goes per topic, each one per partition
+  // with series.partition_lag_seconds); none when no partition of the pair has one.
   const std::vector<analysis::PartitionLagSeconds>* lag_seconds = nullptr;
   config::SeriesLevel level = config::SeriesLevel::kPartition;
   std::size_t topic_series = kTopicSeries;  // what topic level exports
