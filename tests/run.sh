@@ -47,19 +47,24 @@ for file in "${quiet_files[@]}" "${sanitized_files[@]}"; do lane1_args+=("--igno
 mkdir -p build/lanes
 
 sanitized_lane() {
-  # The sanitized build compiles meanwhile, one job at the lowest CPU priority, in what CPU the
-  # tests leave idle (it took ~6 minutes on its own). Only the daemon and the unit tests, at -O1 with line tables only (-g1:
-  # enough for the sanitizers' stack traces): measured on 2 cores, that halves the sanitized
-  # compile (analyzer.cpp 44 s -> 22 s, a unit test file 26 s -> 15 s).
+  # The sanitized build compiles meanwhile, at the lowest CPU priority, in what CPU the tests
+  # leave idle (it took ~6 minutes on its own). Only the daemon and the unit tests, at -O1 with
+  # line tables only (-g1: enough for the sanitizers' stack traces): measured on 2 cores, that
+  # halves the sanitized compile (analyzer.cpp 44 s -> 22 s, a unit test file 26 s -> 15 s).
+  # Two jobs, not one: with one, 100 of its 139 steps were done when the quiet modules ended
+  # (22 minutes) and the rest took 9 minutes more, the longest stretch of the suite (log of the
+  # fresh-clone run at 02ae2b1); one job can use one core at most, while the tests leave about
+  # one core idle on average, spread over both. Nice 19 keeps the tests' share (24 GB of memory
+  # holds two sanitized compiles beside the tests).
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLAGSIGHT_SANITIZE=ON >/dev/null
-  nice -n 19 cmake --build build-asan --target lagsight lagsight_unit_tests --parallel 1 \
+  nice -n 19 cmake --build build-asan --target lagsight lagsight_unit_tests --parallel 2 \
     >build-asan/build.log 2>&1 &
   local asan_build=$! status=0
   LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v -p no:cacheprovider \
     --basetemp=build/lanes/quiet --durations=6 "${quiet_files[@]}" "$@" || status=1
-  # What is left compiles at full speed now: the idle-priority build runs one job at a time, and
-  # waiting for it after the quiet modules took minutes (ninja, stopped, removes the output of
+  # What is left compiles at full speed now: waiting for the idle-priority build after the
+  # quiet modules took minutes (ninja, stopped, removes the output of
   # the compile it interrupts; an error shows in the build below).
   echo "== [$(date +%T)] the rest of the sanitized build, at full speed"
   pkill -TERM -P "$asan_build" ninja 2>/dev/null || true
