@@ -91,6 +91,14 @@ struct LagPoint {
   std::optional<std::int64_t> flink_lag;  // none for Kafka-only groups
 };
 
+// The member of a classic group that holds a partition a finding names, for the status page.
+struct PartitionHolder {
+  kafka::TopicPartition partition;
+  std::string member_id;
+  std::string client_id;
+  std::string host;
+};
+
 struct DiagnosisFinding {
   std::string kafka_cluster;
   std::string group;   // empty: the job commits to no group lagsight can find
@@ -103,6 +111,8 @@ struct DiagnosisFinding {
   // Partitions where the job's position lies beyond the polled cluster's log end (evidence of
   // cluster_mismatch: the job reads another cluster).
   std::vector<kafka::TopicPartition> beyond_log_end_partitions;
+  // Who holds the partitions named above, where the group has members that do (classic groups).
+  std::vector<PartitionHolder> holders;
   // Partitions of the pair's topics that no subtask of the job reads (FlinkUnreadPartition).
   std::vector<kafka::TopicPartition> unread_partitions;
   // Subtasks of the job's sources on the pair that hold no split, of how many (FlinkSourceJoin).

@@ -19,9 +19,21 @@ std::vector<LagPoint> LagPoints(const PairHistory& pair) {
   return points;
 }
 
-void AddMaxLagSeconds(const GroupIndex& index, DiagnosisFinding& finding) {
+// What the status page shows of the pair's group next to its cause: its largest lag in seconds,
+// and the members holding the partitions the finding names.
+void AddGroupDetails(const GroupIndex& index, DiagnosisFinding& finding) {
   if (const GroupFindings* group = GroupIndex::Find(index.findings, finding.group)) {
     finding.max_lag_seconds = group->max_lag_seconds;
+  }
+  const kafka::ConsumerGroup* described = GroupIndex::Find(index.described, finding.group);
+  if (described == nullptr) return;
+  for (const auto* named : {&finding.stuck_partitions, &finding.beyond_log_end_partitions}) {
+    for (const kafka::TopicPartition& tp : *named) {
+      for (const kafka::GroupMember& member : described->member_list) {
+        if (!std::binary_search(member.assignment.begin(), member.assignment.end(), tp)) continue;
+        finding.holders.push_back({tp, member.member_id, member.client_id, member.host});
+      }
+    }
   }
 }
 
@@ -270,7 +282,7 @@ class Judgement::Round {
       if (finding) {
         finding->kafka_lag = history->samples.back().lag_sum;
         finding->catch_up_seconds = group.catch_up_seconds;
-        AddMaxLagSeconds(cluster_.index, *finding);
+        AddGroupDetails(cluster_.index, *finding);
         pair.last = finding;
       }
       Emit(key, std::move(finding));
@@ -331,7 +343,7 @@ class Judgement::Round {
         finding->checkpoint_age_seconds = age->second.age_seconds;
       }
     }
-    AddMaxLagSeconds(cluster_.index, *finding);
+    AddGroupDetails(cluster_.index, *finding);
     pair.last = finding;
     return finding;
   }

@@ -44,6 +44,7 @@ struct KafkaSeriesConfig {
   std::vector<SeriesGranularityRule> granularity;  // the first rule that matches wins
   bool partition_committed_offsets = false;        // lagsight_kafka_group_committed_offset
   bool partition_lag_seconds = false;              // lagsight_kafka_group_lag_seconds
+  bool partition_owners = false;                   // lagsight_kafka_group_partition_owner
   // Most Kafka-side group series the cluster exports (0: no limit). Over it, the group-topic
   // pairs with the most partitions go to topic level first, then to group level.
   std::size_t budget = 0;

@@ -121,9 +121,9 @@ SeriesGranularityRule ReadGranularityRule(const SectionReader& reader, const YAM
 KafkaSeriesConfig ReadKafkaSeries(const SectionReader& reader, const YAML::Node& node,
                                   const std::string& path) {
   reader.RequireMap(node, path);
-  reader.RequireOnlyKeys(
-      node, path,
-      {"granularity", "partition_committed_offsets", "partition_lag_seconds", "budget"});
+  reader.RequireOnlyKeys(node, path,
+                         {"granularity", "partition_committed_offsets", "partition_lag_seconds",
+                          "partition_owners", "budget"});
   KafkaSeriesConfig series;
   if (const YAML::Node rules = node["granularity"]) {
     const std::string rules_path = path + ".granularity";
@@ -138,6 +138,7 @@ KafkaSeriesConfig ReadKafkaSeries(const SectionReader& reader, const YAML::Node&
   reader.OptionalBoolean(node, path, "partition_committed_offsets",
                          series.partition_committed_offsets);
   reader.OptionalBoolean(node, path, "partition_lag_seconds", series.partition_lag_seconds);
+  reader.OptionalBoolean(node, path, "partition_owners", series.partition_owners);
   reader.OptionalInteger(node, path, "budget", 0, kMaxSeriesBudget, series.budget);
   return series;
 }

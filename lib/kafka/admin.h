@@ -36,6 +36,8 @@ struct GroupDescription {
   // Topics the members' current assignments name. Kafka hides a topic the principal may not
   // Describe from metadata and from the group's committed offsets, but not from these.
   std::set<std::string> assigned_topics;
+  // Its members with their assignments (every topic, before the filter), sorted by member id.
+  std::vector<GroupMember> member_list;
 };
 
 // Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);

@@ -152,7 +152,14 @@ ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* descr
                   [&](const config::Pattern& pattern) { return pattern.FullMatch(group.id); });
   group.kind = KindOf(listing, description);
   group.state = described_ok ? description->state : listing.state;
-  if (described_ok) group.members = description->members;
+  if (described_ok) {
+    group.members = description->members;
+    group.member_list = description->member_list;
+    for (GroupMember& member : group.member_list) {
+      std::erase_if(member.assignment,
+                    [&](const TopicPartition& tp) { return !cluster.topics.Accepts(tp.topic); });
+    }
+  }
   if (listing.simple && description == nullptr) group.members = 0;  // not described
   return group;
 }

@@ -90,6 +90,26 @@ std::optional<std::string> CachedClusterId(rd_kafka_t* handle) {
   return copy;
 }
 
+// librdkafka hands out null for a string the broker left unset (group.instance.id).
+std::string OrEmpty(const char* text) { return text == nullptr ? std::string() : text; }
+
+// A described member: who it is and its current assignment, sorted.
+GroupMember DescribedMember(const rd_kafka_MemberDescription_t& member) {
+  GroupMember named;
+  named.member_id = OrEmpty(rd_kafka_MemberDescription_consumer_id(&member));
+  named.client_id = OrEmpty(rd_kafka_MemberDescription_client_id(&member));
+  named.host = OrEmpty(rd_kafka_MemberDescription_host(&member));
+  named.group_instance_id = OrEmpty(rd_kafka_MemberDescription_group_instance_id(&member));
+  const rd_kafka_MemberAssignment_t* assignment = rd_kafka_MemberDescription_assignment(&member);
+  const rd_kafka_topic_partition_list_t* partitions =
+      assignment == nullptr ? nullptr : rd_kafka_MemberAssignment_partitions(assignment);
+  for (int p = 0; partitions != nullptr && p < partitions->cnt; ++p) {
+    named.assignment.push_back({partitions->elems[p].topic, partitions->elems[p].partition});
+  }
+  std::sort(named.assignment.begin(), named.assignment.end());
+  return named;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RdKafkaAdmin>> RdKafkaAdmin::Create(
@@ -296,14 +316,15 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
       for (int m = 0; m < description.members; ++m) {
         const rd_kafka_MemberDescription_t* member =
             rd_kafka_ConsumerGroupDescription_member(described[i], static_cast<std::size_t>(m));
-        const rd_kafka_MemberAssignment_t* assignment =
-            member == nullptr ? nullptr : rd_kafka_MemberDescription_assignment(member);
-        const rd_kafka_topic_partition_list_t* partitions =
-            assignment == nullptr ? nullptr : rd_kafka_MemberAssignment_partitions(assignment);
-        for (int p = 0; partitions != nullptr && p < partitions->cnt; ++p) {
-          description.assigned_topics.insert(partitions->elems[p].topic);
+        if (member == nullptr) continue;
+        GroupMember& named = description.member_list.emplace_back(DescribedMember(*member));
+        for (const TopicPartition& tp : named.assignment) {
+          description.assigned_topics.insert(tp.topic);
         }
       }
+      std::sort(
+          description.member_list.begin(), description.member_list.end(),
+          [](const GroupMember& a, const GroupMember& b) { return a.member_id < b.member_id; });
     }
     descriptions.push_back(std::move(description));
   }

@@ -48,11 +48,27 @@ inline const char* GroupKindName(GroupKind kind) {
   return "classic";
 }
 
+// A member of a group with membership, as the group's description names it: who it is, and the
+// partitions the coordinator assigned it (its current assignment, on the topics the filter
+// accepts). The holder of a partition is what the on-call engineer asks for next after its lag.
+struct GroupMember {
+  std::string member_id;          // the coordinator's id for it
+  std::string client_id;          // the consumer's client.id
+  std::string host;               // where it connects from, as Kafka writes it ("/10.0.0.5")
+  std::string group_instance_id;  // static membership's group.instance.id; empty when unset
+  std::vector<TopicPartition> assignment;  // sorted
+
+  friend bool operator==(const GroupMember&, const GroupMember&) = default;
+};
+
 struct ConsumerGroup {
   std::string id;
   std::string state;  // Kafka's state in snake case: stable, empty, preparing_rebalance, ...
   GroupKind kind = GroupKind::kClassic;
   std::optional<int> members;  // unknown where the broker does not describe the group to us
+  // Who they are, sorted by member id: classic groups as described; empty for simple groups,
+  // and for KIP-848 groups (librdkafka 2.0.2 cannot describe them).
+  std::vector<GroupMember> member_list;
   // Committed offsets of every partition the group committed on, assigned or not.
   CommittedOffsets committed;
   bool offsets_known = true;  // false when reading this group's offsets failed in this poll

@@ -12,6 +12,8 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "metrics/group_member_metrics.h"
+
 namespace lagsight::metrics {
 namespace {
 
@@ -187,6 +189,8 @@ struct PairPlan {
   // The lags in seconds of its partitions (the largest goes per topic, each one per partition
   // with series.partition_lag_seconds); none when no partition of the pair has one.
   const std::vector<analysis::PartitionLagSeconds>* lag_seconds = nullptr;
+  // Who holds each of its partitions (series.partition_owners; classic groups).
+  PartitionOwners owners;
   config::SeriesLevel level = config::SeriesLevel::kPartition;
   std::size_t topic_series = kTopicSeries;  // what topic level exports
   std::size_t partition_series = 0;         // what partition level adds to topic level
@@ -208,6 +212,7 @@ std::size_t SeriesAt(const PairPlan& pair) {
 // partition series go to topic level, and then (still over) pairs to group level, until the
 // detail series fit. The group-level series (sum, max, info, ...) stay whatever the budget.
 std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
+                                const kafka::KafkaSnapshot& snapshot,
                                 const analysis::KafkaFindings* findings,
                                 const config::KafkaSeriesConfig& series, KafkaSeriesUse& use) {
   std::unordered_map<std::string_view, const analysis::GroupFindings*> group_findings;
@@ -216,12 +221,23 @@ std::vector<PairPlan> PlanPairs(const std::vector<analysis::GroupLag>& lags,
       group_findings.emplace(group.group, &group);
     }
   }
+  std::unordered_map<std::string_view, const kafka::ConsumerGroup*> with_members;
+  if (series.partition_owners) {
+    for (const kafka::ConsumerGroup& group : snapshot.groups) {
+      if (!group.member_list.empty()) with_members.emplace(group.id, &group);
+    }
+  }
   std::vector<PairPlan> plan;
   for (const analysis::GroupLag& group : lags) {
     const auto found = group_findings.find(group.group);
+    const auto described = with_members.find(group.group);
     for (const analysis::TopicLag& topic : group.topics) {
       PairPlan pair;
       pair.topic = &topic;
+      if (described != with_members.end()) {
+        pair.owners = OwnersOf(*described->second, topic.topic);
+        pair.partition_series += pair.owners.size();
+      }
       pair.level = series.granularity.empty() ? config::SeriesLevel::kPartition
                                               : ConfiguredLevel(series, group.group, topic.topic);
       if (found != group_findings.end()) {
@@ -307,8 +323,9 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
     for (const analysis::TopicLag& topic : group.topics) lag_sum += topic.lag_sum;
     if (group.max_lag) out.Add(kSumLag, group_labels, static_cast<double>(lag_sum));
     for (const analysis::TopicLag& topic : group.topics) {
-      const config::SeriesLevel level = (pair++)->level;
-      const std::vector<analysis::PartitionLagSeconds>* lag_seconds = std::prev(pair)->lag_seconds;
+      const PairPlan& planned = *pair++;
+      const config::SeriesLevel level = planned.level;
+      const std::vector<analysis::PartitionLagSeconds>* lag_seconds = planned.lag_seconds;
       Labels topic_labels = group_labels;
       topic_labels.emplace_back("topic", topic.topic);
       if (level != config::SeriesLevel::kGroup) {
@@ -341,6 +358,12 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
         // one series that says which partition is broken.
         if (position != nullptr) {
           out.Add(kOutOfRange, shared, {{"partition", partition_label}, {"position", position}}, 1);
+        }
+      }
+      if (per_partition && !planned.owners.empty()) {
+        const SeriesPrefix owner(kPartitionOwner, shared, "partition");
+        for (const auto& [partition, member_id] : planned.owners) {
+          out.Add(owner, number(partition), {{"member_id", *member_id}}, 1);
         }
       }
       if (!per_partition || lag_seconds == nullptr || !series.partition_lag_seconds) continue;
@@ -465,7 +488,8 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
       out.Add(kGroupMembers, {{"kafka_cluster", cluster}, {"group", group.id}}, *group.members);
     }
   }
-  const std::vector<PairPlan> plan = PlanPairs(*lags, findings, series, use);
+  AppendGroupMemberSeries(cluster, *snapshot, out);
+  const std::vector<PairPlan> plan = PlanPairs(*lags, *snapshot, findings, series, use);
   AppendGroupSeriesOnThreads(cluster, *lags, plan, series,
                              threads > 0 ? threads : ThreadsFor(use.wanted_series), out);
   out.Add(kDetailSeries, cluster_labels, static_cast<double>(use.detail_series));

@@ -14,9 +14,11 @@ namespace {
 using analysis::Cause;
 using analysis::DiagnosisFinding;
 
-// One line per partition, "<prefix>topic/partition", in a div of `css_class`.
+// One line per partition, "<prefix>topic/partition", in a div of `css_class`; with the member
+// that holds it where the finding names one: "held by client-7 on /10.0.0.5 (member id)".
 void AppendPartitionLines(std::string& out, const char* css_class, const char* prefix,
-                          const std::vector<kafka::TopicPartition>& partitions) {
+                          const std::vector<kafka::TopicPartition>& partitions,
+                          const std::vector<analysis::PartitionHolder>& holders = {}) {
   for (const kafka::TopicPartition& tp : partitions) {
     out += "<div class=\"";
     out += css_class;
@@ -25,6 +27,17 @@ void AppendPartitionLines(std::string& out, const char* css_class, const char* p
     AppendEscaped(out, tp.topic);
     out += '/';
     AppendInteger(out, tp.partition);
+    for (const analysis::PartitionHolder& holder : holders) {
+      if (holder.partition != tp) continue;
+      out += ", held by ";
+      AppendEscaped(out, holder.client_id.empty() ? std::string_view("a client without id")
+                                                  : std::string_view(holder.client_id));
+      out += " on ";
+      AppendEscaped(out, holder.host);
+      out += " (";
+      AppendEscaped(out, holder.member_id);
+      out += ')';
+    }
     out += "</div>";
   }
 }
@@ -94,9 +107,10 @@ void AppendCauseCell(std::string& out, const DiagnosisFinding& finding, Severity
     first_other = false;
   }
   if (!first_other) out += "</div>";
-  AppendPartitionLines(out, "sub", "stuck: ", finding.stuck_partitions);
+  AppendPartitionLines(out, "sub", "stuck: ", finding.stuck_partitions, finding.holders);
   AppendPartitionLines(out, "sub",
-                       "position beyond the log end: ", finding.beyond_log_end_partitions);
+                       "position beyond the log end: ", finding.beyond_log_end_partitions,
+                       finding.holders);
   AppendBottleneckLines(out, finding);
   out += "</td>";
 }

@@ -71,6 +71,48 @@ kafka::TopicPartition ReadPartitionKey(json::array row, std::string_view what) {
   return {ReadString(At(row, 0), what), json::ReadInt32(At(row, 1), what)};
 }
 
+// Members as rows: [member_id, client_id, host, group_instance_id, [[topic, partition], ...]].
+void AppendMembers(std::string& out, const std::vector<kafka::GroupMember>& members) {
+  bool first = true;
+  for (const kafka::GroupMember& member : members) {
+    if (!first) out += ',';
+    first = false;
+    out += '[';
+    for (const std::string* text :
+         {&member.member_id, &member.client_id, &member.host, &member.group_instance_id}) {
+      AppendString(out, *text);
+      out += ',';
+    }
+    out += '[';
+    for (std::size_t i = 0; i < member.assignment.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendPartitionKey(out, member.assignment[i]);
+      out += ']';
+    }
+    out += "]]";
+  }
+}
+
+// Traces recorded before members were kept have none: their groups read with no member list.
+std::vector<kafka::GroupMember> ReadMembers(json::object group) {
+  std::vector<kafka::GroupMember> members;
+  json::element rows;
+  if (group["member_list"].get(rows)) return members;
+  for (const json::element row : ReadArray(rows, "member_list")) {
+    const json::array fields = ReadTuple(row, 5, "member_list[]");
+    kafka::GroupMember& member = members.emplace_back();
+    member.member_id = ReadString(At(fields, 0), "member_list[].member_id");
+    member.client_id = ReadString(At(fields, 1), "member_list[].client_id");
+    member.host = ReadString(At(fields, 2), "member_list[].host");
+    member.group_instance_id = ReadString(At(fields, 3), "member_list[].group_instance_id");
+    for (const json::element tp : ReadArray(At(fields, 4), "member_list[].assignment")) {
+      member.assignment.push_back(
+          ReadPartitionKey(ReadTuple(tp, 2, "member_list[].assignment[]"), "assignment[]"));
+    }
+  }
+  return members;
+}
+
 void AppendGroup(std::string& out, const kafka::ConsumerGroup& group) {
   out += "{\"id\":";
   AppendString(out, group.id);
@@ -90,6 +132,8 @@ void AppendGroup(std::string& out, const kafka::ConsumerGroup& group) {
     AppendInt(out, offset);
     out += ']';
   }
+  out += "],\"member_list\":[";
+  AppendMembers(out, group.member_list);
   out += "],\"offsets_known\":";
   json::AppendBool(out, group.offsets_known);
   out += ",\"read_committed\":";
@@ -119,6 +163,7 @@ kafka::ConsumerGroup ReadGroup(json::element e) {
                            ReadInt(At(entry, 2), "committed[]"));
   }
   group.committed.adopt_sequence(std::move(committed));
+  group.member_list = ReadMembers(o);
   group.offsets_known = json::ReadBool(Field(o, "offsets_known"), "offsets_known");
   group.read_committed = json::ReadBool(Field(o, "read_committed"), "read_committed");
   return group;

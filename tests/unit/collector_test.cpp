@@ -47,13 +47,13 @@ struct Fixture {
                        {"app", "stable", false},
                        {"console-consumer-1", "stable", false},
                        {"kip848", "stable", false}};
-    admin->descriptions["flink-job"] = {"flink-job", "empty", true, 0, false, std::nullopt, {}};
-    admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt, {}};
+    admin->descriptions["flink-job"] = {"flink-job", "empty", true, 0, false, std::nullopt, {}, {}};
+    admin->descriptions["app"] = {"app", "stable", false, 2, false, std::nullopt, {}, {}};
     admin->descriptions["console-consumer-1"] = {"console-consumer-1", "stable", false, 1, false,
-                                                 std::nullopt,         {}};
+                                                 std::nullopt,         {},       {}};
     // What Kafka 4.1's classic DescribeGroups says of a KIP-848 group, as librdkafka 2.0.2 reads
     // it.
-    admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt, {}};
+    admin->descriptions["kip848"] = {"kip848", "dead", true, 0, false, std::nullopt, {}, {}};
     admin->committed["flink-job"] = lagsight::kafka::CommittedOffsets{{{"orders", 0}, 5}};
     admin->committed["app"] =
         lagsight::kafka::CommittedOffsets{{{"orders", 1}, 7}, {{"__internal", 0}, 1}};
@@ -167,7 +167,7 @@ TEST_CASE("a simple group is described only when the listing could not name its 
   // A broker before Kafka 2.6 lists no states (ListGroups v3): librdkafka says "unknown".
   f.admin->listings.push_back({"old-broker-job", "unknown", true});
   f.admin->descriptions["old-broker-job"] = {"old-broker-job", "empty", true, 0, false,
-                                             std::nullopt,     {}};
+                                             std::nullopt,     {},      {}};
   const auto snapshot = collector.Poll();
   REQUIRE(snapshot.ok());
   CHECK(f.admin->described_ids ==
@@ -233,6 +233,32 @@ TEST_CASE("a topic that members are assigned but metadata hides is a partial err
             "group's "
             "lag on it is not reported"});
   CHECK(snapshot->groups[0].committed.size() == 1);  // what is visible is still reported
+}
+
+TEST_CASE("a classic group's members keep their assignments on the topics the filter accepts",
+          "[kafka]") {
+  Fixture f;
+  f.config.topics = *NameFilter::Create({}, {"__.*"});
+  Collector collector = f.Make();
+  f.Script();
+  f.admin->descriptions["app"].member_list = {
+      {"m-1", "client-a", "/10.0.0.1", "", {{"__internal", 0}, {"orders", 1}}},
+      {"m-2", "client-b", "/10.0.0.2", "static-2", {{"orders", 0}}}};
+  const auto snapshot = collector.Poll();
+  REQUIRE(snapshot.ok());
+  const auto app = std::find_if(snapshot->groups.begin(), snapshot->groups.end(),
+                                [](const auto& group) { return group.id == "app"; });
+  REQUIRE(app != snapshot->groups.end());
+  REQUIRE(app->member_list.size() == 2);
+  CHECK(app->member_list[0].assignment ==
+        std::vector<lagsight::kafka::TopicPartition>{{"orders", 1}});
+  CHECK(app->member_list[1].group_instance_id == "static-2");
+  CHECK(app->member_list[1].host == "/10.0.0.2");
+  // A KIP-848 group that the classic describe answers as dead keeps no members.
+  const auto kip848 = std::find_if(snapshot->groups.begin(), snapshot->groups.end(),
+                                   [](const auto& group) { return group.id == "kip848"; });
+  REQUIRE(kip848 != snapshot->groups.end());
+  CHECK(kip848->member_list.empty());
 }
 
 TEST_CASE("partitions of a consumed topic without commits are still read", "[kafka]") {

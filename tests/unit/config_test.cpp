@@ -83,6 +83,7 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(prod.series == lagsight::config::KafkaSeriesConfig{});  // the defaults, no budget
   CHECK_FALSE(prod.series.partition_committed_offsets);         // opt-in: per topic by default
   CHECK_FALSE(prod.series.partition_lag_seconds);
+  CHECK_FALSE(prod.series.partition_owners);
   const auto& series = parsed->kafka[1].series;
   REQUIRE(series.granularity.size() == 2);
   CHECK(series.granularity[0].group->FullMatch("batch-7"));
@@ -93,6 +94,7 @@ TEST_CASE("a full config carries every value, with environment variables expande
   CHECK(series.granularity[1].level == lagsight::config::SeriesLevel::kGroup);
   CHECK(series.partition_committed_offsets);
   CHECK(series.partition_lag_seconds);
+  CHECK(series.partition_owners);
   CHECK(series.budget == 250000);
   CHECK(parsed->diagnosis.window == std::chrono::minutes(2));
   CHECK(parsed->diagnosis.confirm_polls == 3);
