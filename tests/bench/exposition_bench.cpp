@@ -2,7 +2,9 @@
 // and how much memory it peaks at, for a synthetic cluster of G groups x P partitions.
 // Prints numbers; asserts nothing (speed goals live here, not in timed tests). `level` is the
 // series granularity of every group (config series.granularity): partition (default), topic,
-// group; or "full": partition level with the opt-in committed offsets per partition. `threads`
+// group; "full": partition level with the opt-in committed offsets per partition; "classic":
+// partition level, classic groups whose members hold 10 partitions each; "owners": the same with
+// series.partition_owners (the holder of every partition). `threads`
 // renders the group series on that many threads (0: as the daemon chooses, from the series and the
 // CPUs).
 //   build/tests/bench/exposition_bench [groups] [partitions_per_group] [level] [threads]
@@ -30,10 +32,14 @@ int main(int argc, char** argv) {
          level == "topic" ? config::SeriesLevel::kTopic : config::SeriesLevel::kGroup});
   } else if (level == "full") {
     series.partition_committed_offsets = true;
-  } else if (level != "partition") {
-    std::fprintf(stderr, "level must be partition, topic, group or full, got %s\n", level.c_str());
+  } else if (level == "owners") {
+    series.partition_owners = true;
+  } else if (level != "partition" && level != "classic") {
+    std::fprintf(stderr, "level must be partition, topic, group, full, classic or owners, got %s\n",
+                 level.c_str());
     return 2;
   }
+  const bool with_members = level == "classic" || level == "owners";
 
   kafka::KafkaSnapshot snapshot;
   for (int g = 0; g < groups; ++g) {
@@ -47,6 +53,21 @@ int main(int argc, char** argv) {
     for (int p = 0; p < partitions; ++p) {
       group.committed[{topic, p}] = 1000 + p;
       snapshot.partitions[{topic, p}] = {0, 5000 + p};
+      if (!with_members) continue;
+      if (p % 10 == 0) {
+        const std::string id = "consumer-" + std::to_string(p / 10);
+        group.member_list.push_back({group.id + "-" + id + "-5c1a8e4e-8d0b-4b8e-a7a8-0f8b2c1d9e3f",
+                                     id,
+                                     "/10.0.0." + std::to_string(p / 10),
+                                     "",
+                                     {}});
+      }
+      group.member_list.back().assignment.push_back({topic, p});
+    }
+    if (with_members) {
+      group.state = "stable";
+      group.kind = kafka::GroupKind::kClassic;
+      group.members = static_cast<int>(group.member_list.size());
     }
     snapshot.groups.push_back(std::move(group));
   }
