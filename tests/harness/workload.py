@@ -425,10 +425,14 @@ class SteadyProducer:
         start = time.monotonic()
         while not self._stop.is_set():
             due = int((time.monotonic() - start) * self.rate)
-            while self.sent < due:
-                self._producer.produce(self.topic, value=value,
-                                       partition=self._round[self.sent % len(self._round)],
-                                       on_delivery=self._delivered)
+            while self.sent < due and not self._stop.is_set():
+                try:
+                    self._producer.produce(self.topic, value=value,
+                                           partition=self._round[self.sent % len(self._round)],
+                                           on_delivery=self._delivered)
+                except BufferError:  # the client's queue is full: let deliveries drain it
+                    self._producer.poll(0.1)
+                    continue
                 self.sent += 1
             self._producer.poll(0)
             self._stop.wait(0.05)
