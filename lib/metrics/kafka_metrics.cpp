@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <future>
 #include <iterator>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -377,6 +378,45 @@ void AppendGroupSeries(const std::string& cluster, GroupLags::const_iterator beg
   }
 }
 
+// The holders of assigned partitions on topics the group has not committed on, which have no
+// group-topic pair (and so no plan): a member stuck before its first commit is one the on-call
+// engineer looks for. At the configured level, counted as detail series, never coarsened.
+void AppendOwnersWithoutPairs(const std::string& cluster, const kafka::KafkaSnapshot& snapshot,
+                              const GroupLags& lags, const config::KafkaSeriesConfig& series,
+                              KafkaSeriesUse& use, FamilyBuilder& out) {
+  if (!series.partition_owners) return;
+  std::unordered_map<std::string_view, const analysis::GroupLag*> paired;
+  for (const analysis::GroupLag& group : lags) paired.emplace(group.group, &group);
+  for (const kafka::ConsumerGroup& group : snapshot.groups) {
+    std::set<std::string_view> topics;
+    for (const kafka::GroupMember& member : group.member_list) {
+      for (const kafka::TopicPartition& tp : member.assignment) topics.insert(tp.topic);
+    }
+    const auto lag = paired.find(group.id);
+    for (const std::string_view topic : topics) {
+      const bool has_pair =
+          lag != paired.end() &&
+          std::any_of(lag->second->topics.begin(), lag->second->topics.end(),
+                      [&](const analysis::TopicLag& t) { return t.topic == topic; });
+      const std::string name(topic);
+      if (has_pair || ConfiguredLevel(series, group.id, name) != config::SeriesLevel::kPartition) {
+        continue;
+      }
+      for (const auto& [partition, member_id] : OwnersOf(group, name)) {
+        out.Add(kPartitionOwner,
+                {{"kafka_cluster", cluster},
+                 {"group", group.id},
+                 {"topic", name},
+                 {"partition", std::to_string(partition)},
+                 {"member_id", *member_id}},
+                1);
+        ++use.detail_series;
+        ++use.wanted_series;
+      }
+    }
+  }
+}
+
 // Renders at a million group-partitions took a second or more of one core
 // (docs/benchmarks.md#measured), most of it deflate, while the other cores idled. With this many
 // series or more, the groups are split among threads, each rendering its share into a builder of
@@ -492,6 +532,7 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
   const std::vector<PairPlan> plan = PlanPairs(*lags, *snapshot, findings, series, use);
   AppendGroupSeriesOnThreads(cluster, *lags, plan, series,
                              threads > 0 ? threads : ThreadsFor(use.wanted_series), out);
+  AppendOwnersWithoutPairs(cluster, *snapshot, *lags, series, use, out);
   out.Add(kDetailSeries, cluster_labels, static_cast<double>(use.detail_series));
   if (series.budget > 0) {
     out.Add(kSeriesBudget, cluster_labels, static_cast<double>(series.budget));

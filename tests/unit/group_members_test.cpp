@@ -16,7 +16,8 @@ namespace {
 
 using namespace lagsight;
 
-// "app" (classic) reads orders/0..3 with two members, one static; "flink" (simple) none.
+// "app" (classic) reads orders/0..3 with two members, one static, and holds refunds/0 without
+// having committed on it; "flink" (simple) has no members.
 kafka::KafkaSnapshot Snapshot() {
   kafka::KafkaSnapshot snapshot;
   kafka::ConsumerGroup app;
@@ -24,8 +25,9 @@ kafka::KafkaSnapshot Snapshot() {
   app.state = "stable";
   app.members = 2;
   for (int p = 0; p < 4; ++p) app.committed[{"orders", p}] = 10;
-  app.member_list = {{"m-a", "client-a", "/10.0.0.1", "", {{"orders", 0}, {"orders", 1}}},
-                     {"m-b", "client-b", "/10.0.0.2", "static-b", {{"orders", 2}, {"orders", 3}}}};
+  app.member_list = {
+      {"m-a", "client-a", "/10.0.0.1", "", {{"orders", 0}, {"orders", 1}}},
+      {"m-b", "client-b", "/10.0.0.2", "static-b", {{"orders", 2}, {"orders", 3}, {"refunds", 0}}}};
   kafka::ConsumerGroup flink;
   flink.id = "flink";
   flink.state = "empty";
@@ -33,7 +35,8 @@ kafka::KafkaSnapshot Snapshot() {
   flink.members = 0;
   flink.committed[{"orders", 0}] = 5;
   snapshot.groups = {app, flink};
-  snapshot.topic_partitions = {{"orders", 4}};
+  snapshot.topic_partitions = {{"orders", 4}, {"refunds", 1}};
+  snapshot.partitions[{"refunds", 0}] = {0, 3};
   for (int p = 0; p < 4; ++p) snapshot.partitions[{"orders", p}] = {0, 20};
   return snapshot;
 }
@@ -82,6 +85,8 @@ TEST_CASE("members: one info series each, and their partitions per topic", "[mem
   CHECK(Lines(text, "lagsight_kafka_group_member_info") == 2);  // the simple group has none
   CHECK(Has(text, R"(lagsight_kafka_group_member_assigned_partitions{kafka_cluster="prod",)"
                   R"(group="app",member_id="m-b",topic="orders"} 2)"));
+  CHECK(Has(text, R"(lagsight_kafka_group_member_assigned_partitions{kafka_cluster="prod",)"
+                  R"(group="app",member_id="m-b",topic="refunds"} 1)"));
   // Off by default: a series per assigned partition.
   CHECK(Lines(text, "lagsight_kafka_group_partition_owner") == 0);
 }
@@ -90,20 +95,23 @@ TEST_CASE("members: the owner of every partition, counted in the budget", "[memb
   config::KafkaSeriesConfig series;
   series.partition_owners = true;
   const Rendered on = Render(series);
-  CHECK(Lines(on.text, "lagsight_kafka_group_partition_owner") == 4);
+  CHECK(Lines(on.text, "lagsight_kafka_group_partition_owner") == 5);
   CHECK(Has(on.text, R"(lagsight_kafka_group_partition_owner{kafka_cluster="prod",group="app",)"
                      R"(topic="orders",partition="3",member_id="m-b"} 1)"));
+  // Held before the group's first commit on the topic: still named.
+  CHECK(Has(on.text, R"(lagsight_kafka_group_partition_owner{kafka_cluster="prod",group="app",)"
+                     R"(topic="refunds",partition="0",member_id="m-b"} 1)"));
   const Rendered off = Render({});
-  CHECK(on.use.detail_series == off.use.detail_series + 4);
+  CHECK(on.use.detail_series == off.use.detail_series + 5);
 
   SECTION("a pair at topic level has no owner series") {
     series.granularity.push_back({std::nullopt, std::nullopt, config::SeriesLevel::kTopic});
     CHECK(Lines(Render(series).text, "lagsight_kafka_group_partition_owner") == 0);
   }
   SECTION("a budget too small for them coarsens the pair, owners included") {
-    series.budget = on.use.detail_series - 1;
+    series.budget = on.use.detail_series - 2;
     const Rendered tight = Render(series);
-    CHECK(Lines(tight.text, "lagsight_kafka_group_partition_owner") == 0);
+    CHECK(Lines(tight.text, "lagsight_kafka_group_partition_owner") == 1);  // refunds/0: no pair
     CHECK(tight.use.pairs_to_topic == 1);
   }
 }
