@@ -234,8 +234,12 @@ def parse_describe_members(output: str) -> list[MemberRow]:
     return members
 
 
-def consumer_groups_describe_members(bootstrap: str) -> list[MemberRow]:
-    """Every member of every group with its current assignment, as the coordinators report."""
+def consumer_groups_describe_members(bootstrap: str, groups: Sequence[str] = ()
+                                     ) -> list[MemberRow]:
+    """Every member of every group (or of ``groups`` only) with its current assignment, as the
+    coordinators report. Naming the groups keeps a test on a shared broker from depending on
+    how the tool prints every other test's groups."""
+    selection = [arg for group in groups for arg in ("--group", group)] or ["--all-groups"]
     return parse_describe_members(run_kafka_tool(
         CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--members",
-        "--verbose", "--all-groups"))
+        "--verbose", *selection))

@@ -1,7 +1,8 @@
 """Who holds each partition: lagsight's member series against Kafka's own ``--describe --members``.
 
-Ground truth is only ``kafka-consumer-groups.sh --describe --members --verbose --all-groups``,
-read until the groups have settled (every partition held by exactly one of the test's members),
+Ground truth is only ``kafka-consumer-groups.sh --describe --members --verbose`` of the test's
+groups (named, so other tests' groups on the shared broker cannot upset the parse), read until
+the groups have settled (every partition held by exactly one of the test's members),
 then read again after lagsight's scrape: the two reads must agree, so both sides describe the
 same assignment. Classic groups get a member_info series per member and a count of assigned
 partitions per member and topic; the partition_owner series only when the cluster's config asks
@@ -12,6 +13,7 @@ them) and groups without members get none.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 
 import promtext
@@ -41,8 +43,9 @@ def exported(metrics: promtext.Samples, name: str, cluster: str, prefix: str,
     return result
 
 
-def members_of(rows: list[MemberRow], prefix: str) -> frozenset[MemberRow]:
-    return frozenset(row for row in rows if row.group.startswith(prefix))
+def read_members(bootstrap: str, described: Sequence[str]) -> frozenset[MemberRow]:
+    """The tool's members of the ``described`` groups (the test's own, all of them)."""
+    return frozenset(consumer_groups_describe_members(bootstrap, described))
 
 
 def settled(rows: frozenset[MemberRow], groups: dict[str, tuple[set[str], set]]) -> bool:
@@ -57,11 +60,11 @@ def settled(rows: frozenset[MemberRow], groups: dict[str, tuple[set[str], set]])
     return True
 
 
-def read_settled(bootstrap: str, prefix: str, groups: dict[str, tuple[set[str], set]]
-                 ) -> frozenset[MemberRow]:
-    """The tool's members of the prefix's groups, once ``groups`` have settled."""
+def read_settled(bootstrap: str, described: Sequence[str],
+                 groups: dict[str, tuple[set[str], set]]) -> frozenset[MemberRow]:
+    """The tool's members of the ``described`` groups, once ``groups`` have settled."""
     def members() -> frozenset[MemberRow] | None:
-        rows = members_of(consumer_groups_describe_members(bootstrap), prefix)
+        rows = read_members(bootstrap, described)
         return rows if settled(rows, groups) else None
     return wait_until(members, SETTLE_SECONDS, f"Kafka's tool to show {sorted(groups)} settled",
                       interval=0.1)
@@ -93,15 +96,15 @@ def assert_member_series(metrics: promtext.Samples, rows: frozenset[MemberRow],
                     "member_id") == (owners if owners_on else {})
 
 
-def scrape_between_tool_reads(lagsight, bootstrap: str, prefix: str,
+def scrape_between_tool_reads(lagsight, bootstrap: str, described: Sequence[str],
                               groups: dict[str, tuple[set[str], set]]
                               ) -> tuple[promtext.Samples, frozenset[MemberRow]]:
     """A scrape from a poll that started after the groups settled, with the tool's members read
     before and after it: equal, so nothing moved around the scrape."""
-    before = read_settled(bootstrap, prefix, groups)
+    before = read_settled(bootstrap, described, groups)
     since = time.time()
     metrics = lagsight.wait_for_fresh_poll(since)
-    after = members_of(consumer_groups_describe_members(bootstrap), prefix)
+    after = read_members(bootstrap, described)
     assert after == before, "the groups changed while lagsight was scraped"
     return metrics, before
 
@@ -181,7 +184,8 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
         groups = {classic: ({leaving.client_id, static.client_id, staying.client_id},
                             all_partitions),
                   kip848: ({f"{prefix}-kip848"}, {(payments, 0), (payments, 1)})}
-        metrics, rows = scrape_between_tool_reads(lagsight, bootstrap, prefix, groups)
+        described = [classic, simple, empty, kip848]
+        metrics, rows = scrape_between_tool_reads(lagsight, bootstrap, described, groups)
         # The scenario holds what this test claims: a static member, a KIP-848 member, and
         # lagsight never joined any group (the members are the test's own, no more).
         assert {r.group_instance_id for r in rows if r.group == classic} == {
@@ -194,7 +198,7 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
 
         leaving.stop()
         groups[classic] = ({static.client_id, staying.client_id}, all_partitions)
-        metrics, moved = scrape_between_tool_reads(lagsight, bootstrap, prefix, groups)
+        metrics, moved = scrape_between_tool_reads(lagsight, bootstrap, described, groups)
         assert_member_series(metrics, moved, {classic}, lagsight.cluster, prefix,
                              owners_on=True)
         # The member who left held partitions before, and no series names it any more.
@@ -215,7 +219,7 @@ def test_partition_owners_are_off_by_default(kafka_broker, start_lagsight, uniqu
     with GroupMember(bootstrap, classic, [topic], f"{prefix}-one"), \
             GroupMember(bootstrap, classic, [topic], f"{prefix}-two"):
         groups = {classic: ({f"{prefix}-one", f"{prefix}-two"}, {(topic, p) for p in range(3)})}
-        metrics, rows = scrape_between_tool_reads(lagsight, bootstrap, prefix, groups)
+        metrics, rows = scrape_between_tool_reads(lagsight, bootstrap, [classic], groups)
         assert_member_series(metrics, rows, {classic}, lagsight.cluster, prefix,
                              owners_on=False)
         assert not promtext.select(metrics, OWNER)
