@@ -158,8 +158,9 @@ def test_members_parser_reads_kafka_4_1_output():
 
 def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lagsight,
                                                         unique_prefix):
-    """Three classic members (one static) over two topics: every member, its partition counts
-    and each partition's holder exported as the tool reports them; a simple, an empty and a
+    """Three classic members (one static) over two topics, one with committed offsets and one
+    without: every member, its partition counts and each assigned partition's holder exported
+    as the tool reports them; a simple, an empty and a
     KIP-848 group get none. When a member leaves, the series follow the rebalance within a
     poll, and the one who left disappears."""
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
@@ -170,6 +171,9 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
     workload.create_topic(bootstrap, payments, 2)
     workload.produce(bootstrap, orders, [2] * 6)
     all_partitions = {(orders, p) for p in range(6)} | {(payments, p) for p in range(2)}
+    # Committed before anyone joins: the classic group holds offsets on every orders partition
+    # and none on payments, so owners are checked on partitions with and without a commit.
+    workload.commit_without_joining(bootstrap, classic, {(orders, p): 1 for p in range(6)})
     workload.commit_without_joining(bootstrap, simple, {(orders, 0): 1, (payments, 1): 0})
     workload.make_empty_group(bootstrap, empty, [payments], commit_at=0)
     lagsight = start_lagsight(bootstrap, kafka_settings=OWNERS_ON)
@@ -215,6 +219,9 @@ def test_partition_owners_are_off_by_default(kafka_broker, start_lagsight, uniqu
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
     topic, classic = f"{prefix}-orders", f"{prefix}-classic"
     workload.create_topic(bootstrap, topic, 3)
+    workload.produce(bootstrap, topic, [2] * 3)
+    # Committed offsets on every partition, so no owner series is not merely for want of them.
+    workload.commit_without_joining(bootstrap, classic, {(topic, p): 1 for p in range(3)})
     lagsight = start_lagsight(bootstrap)
     with GroupMember(bootstrap, classic, [topic], f"{prefix}-one"), \
             GroupMember(bootstrap, classic, [topic], f"{prefix}-two"):
