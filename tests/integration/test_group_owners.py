@@ -160,9 +160,8 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
                                                         unique_prefix):
     """Three classic members (one static) over two topics, one with committed offsets and one
     without: every member, its partition counts and each assigned partition's holder exported
-    as the tool reports them; a simple, an empty and a
-    KIP-848 group get none. When a member leaves, the series follow the rebalance within a
-    poll, and the one who left disappears."""
+    as the tool reports them; a simple, an empty and a KIP-848 group get none. When a member
+    leaves, the series follow the rebalance within a poll, and the one who left disappears."""
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
     orders, payments = f"{prefix}-orders", f"{prefix}-payments"
     classic, simple = f"{prefix}-classic", f"{prefix}-simple"
