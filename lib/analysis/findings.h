@@ -111,6 +111,10 @@ struct DiagnosisFinding {
   // Partitions where the job's position lies beyond the polled cluster's log end (evidence of
   // cluster_mismatch: the job reads another cluster).
   std::vector<kafka::TopicPartition> beyond_log_end_partitions;
+  // The group's partition with the largest lag in records, while it has one: where to look
+  // first.
+  std::optional<kafka::TopicPartition> largest_lag_partition;
+  std::int64_t largest_lag = 0;
   // Who holds the partitions named above, where the group has members that do (classic groups).
   std::vector<PartitionHolder> holders;
   // Partitions of the pair's topics that no subtask of the job reads (FlinkUnreadPartition).

@@ -25,13 +25,28 @@ void AddGroupDetails(const GroupIndex& index, DiagnosisFinding& finding) {
   if (const GroupFindings* group = GroupIndex::Find(index.findings, finding.group)) {
     finding.max_lag_seconds = group->max_lag_seconds;
   }
+  if (const GroupLag* lag = GroupIndex::Find(index.lags, finding.group)) {
+    for (const TopicLag& topic : lag->topics) {
+      for (const PartitionLag& partition : topic.partitions) {
+        if (!partition.lag || *partition.lag <= finding.largest_lag) continue;
+        finding.largest_lag = *partition.lag;
+        finding.largest_lag_partition = kafka::TopicPartition{topic.topic, partition.partition};
+      }
+    }
+  }
   const kafka::ConsumerGroup* described = GroupIndex::Find(index.described, finding.group);
   if (described == nullptr) return;
-  for (const auto* named : {&finding.stuck_partitions, &finding.beyond_log_end_partitions}) {
+  std::vector<kafka::TopicPartition> largest;
+  if (finding.largest_lag_partition) largest.push_back(*finding.largest_lag_partition);
+  for (const auto* named :
+       {&finding.stuck_partitions, &finding.beyond_log_end_partitions, &largest}) {
     for (const kafka::TopicPartition& tp : *named) {
       for (const kafka::GroupMember& member : described->member_list) {
         if (!std::binary_search(member.assignment.begin(), member.assignment.end(), tp)) continue;
-        finding.holders.push_back({tp, member.member_id, member.client_id, member.host});
+        const bool known = std::any_of(finding.holders.begin(), finding.holders.end(),
+                                       [&](const PartitionHolder& h) { return h.partition == tp; });
+        if (!known)
+          finding.holders.push_back({tp, member.member_id, member.client_id, member.host});
       }
     }
   }

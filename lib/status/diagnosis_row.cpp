@@ -111,6 +111,12 @@ void AppendCauseCell(std::string& out, const DiagnosisFinding& finding, Severity
   AppendPartitionLines(out, "sub",
                        "position beyond the log end: ", finding.beyond_log_end_partitions,
                        finding.holders);
+  if (finding.largest_lag_partition) {
+    const std::string prefix = "largest lag (" + std::to_string(finding.largest_lag) +
+                               (finding.largest_lag == 1 ? " record): " : " records): ");
+    AppendPartitionLines(out, "sub", prefix.c_str(), {*finding.largest_lag_partition},
+                         finding.holders);
+  }
   AppendBottleneckLines(out, finding);
   out += "</td>";
 }

@@ -214,7 +214,8 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
 
 def test_partition_owners_are_off_by_default(kafka_broker, start_lagsight, unique_prefix):
     """Without ``partition_owners`` the members and their counts are still exported, as the
-    tool reports them, and no partition_owner series at all."""
+    tool reports them, and no partition_owner series at all; the status page names the holder
+    of the group's most lagging partition."""
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
     topic, classic = f"{prefix}-orders", f"{prefix}-classic"
     workload.create_topic(bootstrap, topic, 3)
@@ -228,4 +229,15 @@ def test_partition_owners_are_off_by_default(kafka_broker, start_lagsight, uniqu
         metrics, rows = scrape_between_tool_reads(lagsight, bootstrap, [classic], groups)
         assert_member_series(metrics, rows, {classic}, lagsight.cluster, prefix,
                              owners_on=False)
+        # The status page names, beside the group's largest lag (1 record on each partition,
+        # so the first: partition 0), the member the tool says holds it.
+        [holder] = [r for r in rows if (topic, 0) in r.assignment]
+        expected = (f"largest lag (1 record): {topic}/0, held by {holder.client_id} on "
+                    f"{holder.host} ({holder.member_id})")
+
+        def page_names_holder() -> bool:
+            status, page = lagsight.get("/")
+            return status == 200 and expected in page
+        wait_until(page_names_holder, 30, f"the status page to say {expected!r}")
+        assert read_members(bootstrap, [classic]) == rows  # the holder did not change meanwhile
         assert not promtext.select(metrics, OWNER)

@@ -152,4 +152,13 @@ TEST_CASE("members: the status page names who holds a stuck partition", "[member
       "1.0", 1'800'000'000);
   CHECK(page.find("stuck: orders/3, held by client-&lt;b&gt; on /10.0.0.2 (m-b)") !=
         std::string::npos);
+  CHECK(page.find("largest lag") == std::string::npos);  // none known
+
+  findings.diagnosis[0].largest_lag_partition = {"orders", 3};
+  findings.diagnosis[0].largest_lag = 1234;
+  const std::string behind = status::RenderStatusPage(
+      findings, {{status::SourceStatus::Kind::kKafka, "prod", true, true, 1'800'000'000, ""}},
+      "1.0", 1'800'000'000);
+  CHECK(behind.find("largest lag (1234 records): orders/3, held by client-&lt;b&gt; on "
+                    "/10.0.0.2 (m-b)") != std::string::npos);
 }
