@@ -165,6 +165,12 @@ class DashboardTest(unittest.TestCase):
                 ("lagsight_kafka_group_topic_max_lag_seconds", f'{group},topic="orders.v2"', "1x60"),
                 ("lagsight_kafka_group_topic_lag_records", f'{group},topic="orders.v2"', "9500x60"),
                 ("lagsight_kafka_group_sawtooth_period_seconds", group, "600x60"),
+                ("lagsight_kafka_group_member_info",
+                 f'{group},member_id="m-1",client_id="enricher-1",host="/10.0.0.5",group_instance_id=""',
+                 "1x60"),
+                ("lagsight_kafka_group_member_assigned_partitions", f'{group},member_id="m-1",topic="orders.v2"',
+                 "2x60"),
+                ("lagsight_kafka_group_partition_owner", f'{group},{partition},member_id="m-1"', "1x60"),
                 ("lagsight_kafka_group_sawtooth_amplitude_records", group, "9500x60"),
                 ("lagsight_diagnosis_since_timestamp_seconds",
                  'kafka_cluster="prod",group="orders-enrichment",job_id="5d1f0c3a9e8b47a6b2c4d6e8f0a1b3c5",'
