@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kafka/record_runs.h"
 #include "kafka/snapshot.h"
 
 namespace lagsight::kafka {
@@ -57,6 +58,9 @@ struct FetchedTimestamps {
   std::map<RecordKey, std::int64_t> markers_only;
   // Positions that could not be read, and why.
   std::vector<std::string> errors;
+  // The records read on the way, in passes (record_runs.h): they answer later positions among
+  // them without another read.
+  std::vector<RecordRun> runs;
 };
 
 class KafkaAdmin {

@@ -468,10 +468,16 @@ void Collector::ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wa
                                      KafkaSnapshot& snapshot) {
   // Entries no group waits at any more are dropped: the cache never outgrows one poll's wants.
   std::erase_if(timestamp_cache_, [&](const auto& entry) { return !wanted.contains(entry.first); });
+  record_runs_.Retain(wanted);
 
   std::vector<std::pair<RecordKey, std::int64_t>> uncached;  // position, largest lag there
   for (const auto& [key, lag] : wanted) {
-    if (!timestamp_cache_.contains(key)) uncached.emplace_back(key, lag);
+    if (timestamp_cache_.contains(key)) continue;
+    if (const auto passed = record_runs_.Find(key)) {
+      timestamp_cache_[key] = *passed;  // read on the way to other positions: no read
+    } else {
+      uncached.emplace_back(key, lag);
+    }
   }
   // The budget goes to the largest lags first: they matter most for "how far behind".
   std::stable_sort(uncached.begin(), uncached.end(),
@@ -489,6 +495,12 @@ void Collector::ReadRecordTimestamps(const std::map<RecordKey, std::int64_t>& wa
     if (fetched) {
       for (const auto& [key, timestamp] : fetched->timestamps) {
         if (wanted.contains(key)) timestamp_cache_[key] = timestamp;
+      }
+      for (RecordRun& run : fetched->runs) record_runs_.Add(std::move(run));
+      // Positions past the budget that this read passed on its way are answered now too.
+      for (const auto& [key, lag] : wanted) {
+        if (timestamp_cache_.contains(key)) continue;
+        if (const auto passed = record_runs_.Find(key)) timestamp_cache_[key] = *passed;
       }
       // Not cached: the next record written makes it false, and a position there is fetched
       // again each poll anyway (it has no timestamp to keep).

@@ -92,6 +92,9 @@ class Collector {
   // Timestamp of the first record at or after a position; such a record never changes, so an
   // entry stays valid for as long as some group still waits at that position.
   std::map<RecordKey, RecordTimestamp> timestamp_cache_;
+  // The records earlier reads passed on their way: positions among them need no read. 2^20
+  // records at most (24 MiB): a thousand partitions' worth of a thousand records each.
+  RecordRuns record_runs_{1u << 20};
   std::uint64_t timestamp_fetches_total_ = 0;
 };
 

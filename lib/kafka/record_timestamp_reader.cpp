@@ -51,6 +51,10 @@ std::string Describe(const TopicPartition& tp, std::int64_t offset, bool read_co
 // small records is a few fetches, about what a round costs.
 constexpr std::int64_t kReadThroughRecords = 1000;
 
+// Most records one read keeps in its runs (24 bytes each, 6 MiB): past it, records still answer
+// the positions they reach but are not kept for later polls.
+constexpr std::size_t kMostRunRecords = 1u << 18;
+
 // How often the wait of each partition is checked against the request timeout.
 constexpr milliseconds kTimeoutCheckEvery{50};
 
@@ -108,6 +112,7 @@ class PositionStream {
   };
 
   std::optional<Error> StartRound() {
+    open_runs_.clear();  // the last round's passes end: unassigned below
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(cursors_.size())));
     const auto now = SteadyClock::now();
     for (auto& [tp, cursor] : cursors_) {
@@ -115,6 +120,8 @@ class PositionStream {
           cursor.offsets.front();
       cursor.reading = true;
       cursor.waiting_since = now;
+      open_runs_[tp] = answer_.runs.size();
+      answer_.runs.push_back({tp, read_committed_, cursor.offsets.front(), {}});
     }
     // From no assignment: assigning partitions that are assigned already, at new offsets, left
     // some of them silent until their timeout (measured: 11 s for a round).
@@ -133,6 +140,7 @@ class PositionStream {
       return;
     }
     const TopicPartition tp{rd_kafka_topic_name(message.rkt), message.partition};
+    KeepInRun(tp, message);
     const auto found = cursors_.find(tp);
     if (found == cursors_.end() || !found->second.reading) return;  // done, or waiting
     std::deque<std::int64_t>& offsets = found->second.offsets;
@@ -168,6 +176,33 @@ class PositionStream {
     }
     // Else a record below the position: left from an earlier round, or read through.
     if (offsets.size() != before) MoveOn(found, next_round);
+  }
+
+  // A record read in order from the round's start joins its pass, also after the partition's
+  // positions are answered: what was fetched anyway dates later positions for free. An error, the
+  // end of the log or a record without a timestamp ends the pass (what follows is not known to
+  // be contiguous).
+  void KeepInRun(const TopicPartition& tp, const rd_kafka_message_t& message) {
+    const auto open = open_runs_.find(tp);
+    if (open == open_runs_.end()) return;
+    RecordRun& run = answer_.runs[open->second];
+    if (message.err || run_records_ >= kMostRunRecords) {
+      open_runs_.erase(open);
+      return;
+    }
+    if (message.offset < run.from ||
+        (!run.records.empty() && message.offset <= run.records.back().first)) {
+      return;  // below the round's start, or met already: not this pass's next record
+    }
+    rd_kafka_timestamp_type_t type;
+    const std::int64_t timestamp = rd_kafka_message_timestamp(&message, &type);
+    if (timestamp < 0) {
+      open_runs_.erase(open);
+      return;
+    }
+    run.records.emplace_back(
+        message.offset, RecordTimestamp{timestamp, type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME});
+    ++run_records_;
   }
 
   // After an answer: a partition with nothing left, or whose next position waits for the next
@@ -206,7 +241,10 @@ class PositionStream {
   milliseconds request_timeout_;
   FetchedTimestamps& answer_;
   std::map<TopicPartition, Cursor> cursors_;
-  std::size_t reading_ = 0;   // cursors reading in this round
+  std::size_t reading_ = 0;      // cursors reading in this round
+  std::size_t run_records_ = 0;  // records kept in the answer's runs
+  // Partitions of this round whose pass is unbroken, and their run in the answer.
+  std::map<TopicPartition, std::size_t> open_runs_;
   std::string client_error_;  // not tied to a partition, e.g. the brokers are unreachable
 };
 

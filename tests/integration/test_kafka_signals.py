@@ -205,6 +205,49 @@ def test_lag_seconds_from_the_oldest_unconsumed_record(kafka_broker, start_lagsi
     assert committed == {(0, 4), (1, 2)}
 
 
+def test_a_position_among_records_read_before_needs_no_read(kafka_broker, start_lagsight,
+                                                            unique_prefix):
+    """Dating positions 2 and 6 reads records 2 to 6 in one pass; a group that moves to 4 later
+    is dated from that pass: the record timestamp of record 4 as the broker stored it, and no
+    record read for it (lagsight_kafka_record_timestamp_fetches_total stays)."""
+    bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
+    topic, behind, ahead = f"{prefix}-passed", f"{prefix}-behind", f"{prefix}-ahead"
+    workload.create_topic(bootstrap, topic, 1)
+    base_ms = int(time.time() * 1000) - 2 * 3600 * 1000
+    timestamps = [base_ms + index * 60_000 for index in range(10)]  # a minute apart
+    produce_with_timestamps(bootstrap, topic, 0, timestamps)
+    workload.commit_without_joining(bootstrap, behind, {(topic, 0): 2})
+    workload.commit_without_joining(bootstrap, ahead, {(topic, 0): 6})
+    lagsight = start_lagsight(bootstrap, groups={"allow": [f"{prefix}-.*"]})
+
+    def lag_seconds(m: promtext.Samples, group: str) -> float | None:
+        values = list(promtext.select(m, LAG_SECONDS, kafka_cluster=lagsight.cluster,
+                                      group=group, topic=topic,
+                                      method="record_timestamp").values())
+        return values[0] if values else None
+
+    def fetches(m: promtext.Samples) -> float:
+        return single_value(m, "lagsight_kafka_record_timestamp_fetches_total",
+                            kafka_cluster=lagsight.cluster)
+
+    metrics = lagsight.wait_for(
+        lambda m: lag_seconds(m, behind) is not None and lag_seconds(m, ahead) is not None,
+        "both groups dated from their records")
+    assert fetches(metrics) == 2
+    workload.commit_without_joining(bootstrap, behind, {(topic, 0): 4})
+    stored = workload.record_timestamp_ms(bootstrap, topic, 0, 4)
+    assert stored == timestamps[4], "the broker kept another timestamp"
+
+    def moved(m: promtext.Samples) -> bool:
+        lag = lag_seconds(m, behind)
+        return lag is not None and lag < (time.time() * 1000 - timestamps[3]) / 1000 - 30
+    metrics = lagsight.wait_for(moved, "the group that moved to 4 dated again")
+    scraped_at_ms = time.time() * 1000
+    expected = (scraped_at_ms - stored) / 1000
+    assert expected - 5 <= lag_seconds(metrics, behind) <= expected + 1
+    assert fetches(metrics) == 2, "position 4 was read again, not answered by the earlier pass"
+
+
 def test_record_reader_joins_no_group_with_lagsight_running(kafka_broker, start_lagsight,
                                                             unique_prefix):
     """Many lagging positions read over several polls: Kafka lists no group lagsight made."""

@@ -324,6 +324,51 @@ TEST_CASE("record timestamps: cached positions are reused, and dropped once no g
   CHECK(moved->record_timestamp_fetches_total == 4);
 }
 
+TEST_CASE("record timestamps: positions a read passed on its way need no read of their own",
+          "[kafka]") {
+  Fixture f;
+  f.config.lag_seconds_fetch_budget = 1;
+  Collector collector = f.Make();
+  ScriptLaggingGroups(*f.admin);
+  // The budget allows one read, the largest lag (t/0@10); the reader's pass over t/1, as the
+  // fake answers it, covers records 50, 52 and 55 (51 a transaction marker or compacted away).
+  f.admin->runs = {
+      {{"t", 1}, false, 50, {{50, {5000, false}}, {52, {5200, false}}, {55, {5500, true}}}}};
+  auto first = collector.Poll();
+  REQUIRE(first.ok());
+  REQUIRE(f.admin->timestamp_requests.size() == 1);
+  CHECK(f.admin->timestamp_requests[0] == std::vector<RecordKey>{{{"t", 0}, 10}});
+  // t/1@50, past the budget, is answered by the pass in the same poll.
+  CHECK(Millis(first->record_timestamps).at({{"t", 1}, 50}) == 5000);
+  CHECK(first->record_timestamp_fetches_total == 1);
+  f.admin->runs.clear();
+
+  // g3 moves to 51 and g4's group joins it at 55: both among the records read, no read; the first
+  // record at or after 51 is the one at 52.
+  f.admin->committed["g3"] = CommittedOffsets{{{"t", 1}, 51}};
+  f.admin->committed["g4"] = CommittedOffsets{{{"t", 1}, 55}};
+  auto moved = collector.Poll();
+  REQUIRE(moved.ok());
+  const auto timestamps = Millis(moved->record_timestamps);
+  CHECK(timestamps.at({{"t", 1}, 51}) == 5200);
+  CHECK(timestamps.at({{"t", 1}, 55}) == 5500);
+  CHECK(moved->record_timestamps.at({{"t", 1}, 55}).log_append_time);
+  for (const auto& request : f.admin->timestamp_requests) {
+    for (const RecordKey& key : request) {
+      CHECK(key.partition != lagsight::kafka::TopicPartition{"t", 1});
+    }
+  }
+
+  // Beyond the last record read (56): unknown, read.
+  f.admin->committed["g4"] = CommittedOffsets{{{"t", 1}, 56}};
+  f.admin->record_timestamps[{{"t", 1}, 56}] = 5600;
+  const std::size_t before = f.admin->timestamp_requests.size();
+  REQUIRE(collector.Poll().ok());
+  REQUIRE(f.admin->timestamp_requests.size() == before + 1);
+  const std::vector<RecordKey>& last = f.admin->timestamp_requests.back();
+  CHECK(std::find(last.begin(), last.end(), RecordKey{{"t", 1}, 56}) != last.end());
+}
+
 TEST_CASE("record timestamps: a failed fetch is partial, not cached, and tried again", "[kafka]") {
   Fixture f;
   Collector collector = f.Make();

@@ -27,6 +27,8 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   std::map<kafka::RecordKey, std::int64_t> record_timestamps;  // a missing position fails
   // Positions with nothing but markers (or, read_committed, aborted records) up to the end.
   std::map<kafka::RecordKey, std::int64_t> markers_only;
+  // Passes a read makes on its way, returned with every RecordTimestamps answer.
+  std::vector<kafka::RecordRun> runs;
 
   // What was asked.
   std::vector<std::string> described_ids;
@@ -126,6 +128,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
                                 std::to_string(key.offset) + ": Broker: Not leader");
       }
     }
+    answer.runs = runs;
     return answer;
   }
 };
