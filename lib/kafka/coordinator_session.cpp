@@ -69,6 +69,19 @@ Result<std::unique_ptr<TlsContext>> MakeTlsContext(const TlsOptions& tls) {
   return made;
 }
 
+std::unique_ptr<TlsContext> LoadTlsContext(const TlsOptions& tls, std::string& failure) {
+  try {
+    auto context = MakeTlsContext(tls);
+    if (context) return std::move(context).value();
+    failure = "TLS: " + context.error().message;
+  } catch (const std::exception& error) {
+    // asio's context throws when OpenSSL cannot make one (out of memory): the groups then go
+    // to librdkafka, as with any other TLS failure, rather than the cluster's clients failing.
+    failure = std::string("TLS: ") + error.what();
+  }
+  return nullptr;
+}
+
 bool Supports(const std::map<std::int16_t, wire::VersionRange>& versions, std::int16_t api,
               std::int16_t version) {
   const auto found = versions.find(api);

@@ -44,6 +44,8 @@ struct TlsContext {
 
 // The context for `tls`, loaded as librdkafka loads its properties.
 Result<std::unique_ptr<TlsContext>> MakeTlsContext(const TlsOptions& tls);
+// MakeTlsContext, or null with `failure` saying why ("TLS: ...").
+std::unique_ptr<TlsContext> LoadTlsContext(const TlsOptions& tls, std::string& failure);
 
 // One connection to a broker: TCP, or TLS over it; with the API versions the broker answered.
 struct BrokerConnection {

@@ -127,19 +127,7 @@ Result<std::optional<TlsOptions>> BatchedOffsetFetcher::Security(
 
 BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
     : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
-  if (!options_.tls) return;
-  try {
-    auto context = MakeTlsContext(*options_.tls);
-    if (context) {
-      tls_ = std::move(context).value();
-    } else {
-      tls_failure_ = "TLS: " + context.error().message;
-    }
-  } catch (const std::exception& error) {
-    // asio's context throws when OpenSSL cannot make one (out of memory): the groups then go
-    // to librdkafka, as with any other TLS failure, rather than the cluster's clients failing.
-    tls_failure_ = std::string("TLS: ") + error.what();
-  }
+  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
 }
 
 BatchedOffsetFetcher::~BatchedOffsetFetcher() = default;
