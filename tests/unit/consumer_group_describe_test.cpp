@@ -272,6 +272,14 @@ TEST_CASE("collector: a KIP-848 group's members and assignments come from Consum
         std::vector<std::string>{
             "describing group \"moving\": ConsumerGroupDescribe answered NOT_COORDINATOR"});
 
+  SECTION("a topic the members hold but metadata hides is reported, as for classic groups") {
+    admin.consumer_descriptions["kip848"].assigned_topics.insert("secret");
+    const auto hidden = collector.Poll();
+    REQUIRE(hidden.ok());
+    REQUIRE(hidden->partial_errors.size() == 2);
+    CHECK_THAT(hidden->partial_errors[1],
+               Catch::StartsWith("group \"kip848\" is assigned topic \"secret\""));
+  }
   SECTION("a failed request is one partial error; the groups keep no members") {
     admin.consumer_descriptions.clear();
     admin.consumer_describe_failure = "connecting to b:9092: refused";
