@@ -169,8 +169,9 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
     }
     options.client_id = properties_["client.id"];
     describer_ = std::make_unique<ConsumerGroupDescriber>(options);
-    if (batched_offset_fetch_)
+    if (batched_offset_fetch_) {
       batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
+    }
   } else if (batched_offset_fetch_) {
     spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
                  cluster_name_, security.error().message);
