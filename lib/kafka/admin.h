@@ -41,6 +41,16 @@ struct GroupDescription {
   std::vector<GroupMember> member_list;
 };
 
+// What ConsumerGroupDescribe said of KIP-848 ("consumer" protocol) groups.
+struct ConsumerGroupDescriptions {
+  // One per group answered, in any order, as DescribeGroups' are; member_list holds each
+  // member's current assignment. not_found: the broker does not know it as a KIP-848 group.
+  std::vector<GroupDescription> groups;
+  // Why some groups went unanswered (a connection failed, the time ran out); empty when every
+  // group was answered, and when the client or the broker cannot describe such groups at all.
+  std::string failure;
+};
+
 // Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);
 // last stable offset (the log end of read_committed readers).
 enum class OffsetSpec { kEarliest, kLatest, kLastStable };
@@ -72,6 +82,15 @@ class KafkaAdmin {
   // One description per requested id, in any order.
   virtual Result<std::vector<GroupDescription>> DescribeGroups(
       const std::vector<std::string>& ids, std::chrono::milliseconds timeout) = 0;
+
+  // Members and assignments of KIP-848 groups, which DescribeGroups cannot read. Each request
+  // is bounded by `request_timeout`, all of them by `total_timeout`. By default none is
+  // described: a client without ConsumerGroupDescribe leaves such groups without members.
+  virtual ConsumerGroupDescriptions DescribeConsumerGroups(
+      const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
+      std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
 
   // Committed offsets of all partitions of each group; one result per id, in the same order.
   // At most `max_in_flight` requests are outstanding at once; each is bounded by

@@ -45,8 +45,8 @@ class Deadline {
 // Kafka 4 lists KIP-848 ("consumer" protocol) groups through ListGroups with their real state,
 // but the classic DescribeGroups that librdkafka 2.0.2 speaks answers for them with state Dead and
 // an empty protocol type, which would read as a dead simple group (verified on Kafka 4.1.1).
-// A group listed alive and described dead is therefore a KIP-848 group; its members cannot be
-// counted with this client (no ConsumerGroupDescribe before librdkafka 2.4).
+// A group listed alive and described dead is therefore a KIP-848 group; its members are read with
+// ConsumerGroupDescribe (KafkaAdmin::DescribeConsumerGroups; librdkafka has it only since 2.4).
 bool DescribedAsKip848(const GroupListing& listing, const GroupDescription* description) {
   if (description == nullptr) return false;
   if (description->not_found) return true;
@@ -132,6 +132,38 @@ std::map<std::string, GroupDescription> DescribeGroups(const std::vector<GroupLi
   return descriptions;
 }
 
+// The descriptions of the KIP-848 groups among `listings` (ConsumerGroupDescribe), by id; a group
+// the broker answered with an error, and requests that failed, are reported in `snapshot`.
+std::map<std::string, GroupDescription> DescribeConsumerGroups(
+    const std::vector<GroupListing>& listings,
+    const std::map<std::string, GroupDescription>& descriptions, const Deadline& deadline,
+    KafkaAdmin& admin, KafkaSnapshot& snapshot) {
+  std::vector<std::string> ids;
+  for (const GroupListing& listing : listings) {
+    const auto found = descriptions.find(listing.id);
+    if (found != descriptions.end() && DescribedAsKip848(listing, &found->second)) {
+      ids.push_back(listing.id);
+    }
+  }
+  std::map<std::string, GroupDescription> described;
+  if (ids.empty()) return described;
+  ConsumerGroupDescriptions answer =
+      admin.DescribeConsumerGroups(ids, deadline.NextRequest(), deadline.NextRequest());
+  if (!answer.failure.empty()) {
+    snapshot.partial_errors.push_back("describing KIP-848 groups: " + answer.failure);
+  }
+  for (GroupDescription& description : answer.groups) {
+    if (description.not_found) continue;  // deleted meanwhile: its listing says all there is
+    if (description.error) {
+      snapshot.partial_errors.push_back("describing group \"" + description.id +
+                                        "\": " + *description.error);
+      continue;
+    }
+    described[description.id] = std::move(description);
+  }
+  return described;
+}
+
 // The topics whose log offsets a poll reads, and of them those a read_committed reader reads
 // (their last stable offsets are read too).
 struct LogTopics {
@@ -139,10 +171,22 @@ struct LogTopics {
   std::set<std::string> read_committed;
 };
 
+// The members of `description`, their assignments narrowed to the topics the filter accepts.
+std::vector<GroupMember> AcceptedMembers(const GroupDescription& description,
+                                         const config::KafkaClusterConfig& cluster) {
+  std::vector<GroupMember> members = description.member_list;
+  for (GroupMember& member : members) {
+    std::erase_if(member.assignment,
+                  [&](const TopicPartition& tp) { return !cluster.topics.Accepts(tp.topic); });
+  }
+  return members;
+}
+
 // A listed group as the poll reports it, before its committed offsets: kind, state and members
-// from its description where that can be trusted, from the listing otherwise.
+// from its description where that can be trusted (for a KIP-848 group, from `consumer`, its
+// ConsumerGroupDescribe answer, when there is one), from the listing otherwise.
 ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* description,
-                      const config::KafkaClusterConfig& cluster) {
+                      const GroupDescription* consumer, const config::KafkaClusterConfig& cluster) {
   const bool described_ok =
       description != nullptr && !description->error && !DescribedAsKip848(listing, description);
   ConsumerGroup group;
@@ -154,11 +198,12 @@ ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* descr
   group.state = described_ok ? description->state : listing.state;
   if (described_ok) {
     group.members = description->members;
-    group.member_list = description->member_list;
-    for (GroupMember& member : group.member_list) {
-      std::erase_if(member.assignment,
-                    [&](const TopicPartition& tp) { return !cluster.topics.Accepts(tp.topic); });
-    }
+    group.member_list = AcceptedMembers(*description, cluster);
+  }
+  if (group.kind == GroupKind::kConsumer && consumer != nullptr) {
+    if (!consumer->state.empty()) group.state = consumer->state;
+    group.members = consumer->members;
+    group.member_list = AcceptedMembers(*consumer, cluster);
   }
   if (listing.simple && description == nullptr) group.members = 0;  // not described
   return group;
@@ -168,6 +213,7 @@ ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* descr
 // `snapshot`; the topics they committed on into `topics`. offsets[i] is listings[i]'s.
 void AddGroups(const std::vector<GroupListing>& listings,
                const std::map<std::string, GroupDescription>& descriptions,
+               const std::map<std::string, GroupDescription>& consumer_descriptions,
                std::vector<Result<CommittedOffsets>>& offsets,
                const config::KafkaClusterConfig& cluster, KafkaSnapshot& snapshot,
                LogTopics& topics) {
@@ -175,7 +221,10 @@ void AddGroups(const std::vector<GroupListing>& listings,
     const GroupListing& listing = listings[i];
     const auto found = descriptions.find(listing.id);
     const GroupDescription* description = found == descriptions.end() ? nullptr : &found->second;
-    ConsumerGroup group = GroupOf(listing, description, cluster);
+    const auto consumer = consumer_descriptions.find(listing.id);
+    ConsumerGroup group =
+        GroupOf(listing, description,
+                consumer == consumer_descriptions.end() ? nullptr : &consumer->second, cluster);
     if (offsets[i]) {
       // Moved, not copied: the poll held every group-partition twice (8 MB at 100,000).
       CommittedOffsets::sequence_type entries = offsets[i]->extract_sequence();
@@ -364,16 +413,19 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   ids.reserve(listings.size());
   for (const GroupListing& listing : listings) ids.push_back(listing.id);
   const auto descriptions = DescribeGroups(listings, deadline, *admin_, snapshot);
+  const auto consumer_descriptions =
+      DescribeConsumerGroups(listings, descriptions, deadline, *admin_, snapshot);
   phases.Done("describe");
   auto offsets = admin_->ListCommittedOffsets(ids, cluster_.max_concurrent_requests,
                                               deadline.NextRequest(), deadline.Left());
   phases.Done("committed offsets");
   LogTopics topics;
-  AddGroups(listings, descriptions, offsets, cluster_, snapshot, topics);
+  AddGroups(listings, descriptions, consumer_descriptions, offsets, cluster_, snapshot, topics);
 
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();
   ReportHiddenTopics(descriptions, *counts, cluster_.topics, snapshot);
+  ReportHiddenTopics(consumer_descriptions, *counts, cluster_.topics, snapshot);
   AddClusterTopics(*counts, extra_reads, cluster_.topics, snapshot, topics);
   if (auto failed = ReadLogOffsets(topics, *counts, deadline, *admin_, snapshot)) return *failed;
   phases.Done("log offsets");

@@ -158,27 +158,29 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
   queue_.reset(rd_kafka_queue_new(handle_.get()));
   closed_reason_.clear();
   record_reader_ = std::make_unique<RecordTimestampReader>(cluster_name_, properties_);
-  if (batched_offset_fetch_) {
-    auto security = BatchedOffsetFetcher::Security(properties_);
-    if (!security) {
-      spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
-                   cluster_name_, security.error().message);
-    } else {
-      BatchedOffsetFetcherOptions options;
-      options.tls = std::move(security).value();
-      // From properties_, not the argument: that may refer into the properties just replaced.
-      std::stringstream list(properties_["bootstrap.servers"]);
-      for (std::string server; std::getline(list, server, ',');) {
-        if (!server.empty()) options.bootstrap_servers.push_back(server);
-      }
-      options.client_id = properties_["client.id"];
+  auto security = BatchedOffsetFetcher::Security(properties_);
+  if (security) {
+    BatchedOffsetFetcherOptions options;
+    options.tls = std::move(security).value();
+    // From properties_, not the argument: that may refer into the properties just replaced.
+    std::stringstream list(properties_["bootstrap.servers"]);
+    for (std::string server; std::getline(list, server, ',');) {
+      if (!server.empty()) options.bootstrap_servers.push_back(server);
+    }
+    options.client_id = properties_["client.id"];
+    describer_ = std::make_unique<ConsumerGroupDescriber>(options);
+    if (batched_offset_fetch_) {
       batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
     }
+  } else if (batched_offset_fetch_) {
+    spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
+                 cluster_name_, security.error().message);
   }
   return std::nullopt;
 }
 
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
+  describer_.reset();
   batched_.reset();
   record_reader_.reset();
   queue_.reset();
@@ -328,6 +330,26 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
     }
     descriptions.push_back(std::move(description));
   }
+  return descriptions;
+}
+
+ConsumerGroupDescriptions RdKafkaAdmin::DescribeConsumerGroups(const std::vector<std::string>& ids,
+                                                               milliseconds request_timeout,
+                                                               milliseconds total_timeout) {
+  if (!describer_) return {};
+  DescribedGroups described = describer_->Describe(ids, request_timeout, total_timeout);
+  ConsumerGroupDescriptions descriptions{std::move(described.groups), std::move(described.failure)};
+  if (described.unsupported) {
+    // A broker before Kafka 4.0: said once (again only when it changes), not failed each poll.
+    if (descriptions.failure != describer_unsupported_) {
+      spdlog::info("kafka cluster {}: KIP-848 groups are listed without members: {}", cluster_name_,
+                   descriptions.failure);
+      describer_unsupported_ = descriptions.failure;
+    }
+    descriptions.failure.clear();
+  }
+  spdlog::debug("kafka cluster {}: {} of {} KIP-848 groups described in {} requests", cluster_name_,
+                descriptions.groups.size(), ids.size(), described.requests);
   return descriptions;
 }
 

@@ -31,6 +31,7 @@
 
 #include "config/config.h"
 #include "kafka/admin.h"
+#include "kafka/group_describe_client.h"
 #include "kafka/offset_fetch_client.h"
 #include "kafka/rdkafka_client.h"
 #include "kafka/record_timestamp_reader.h"
@@ -46,6 +47,10 @@ class RdKafkaAdmin final : public KafkaAdmin {
   Result<std::vector<GroupListing>> ListGroups(std::chrono::milliseconds timeout) override;
   Result<std::vector<GroupDescription>> DescribeGroups(const std::vector<std::string>& ids,
                                                        std::chrono::milliseconds timeout) override;
+  // Through ConsumerGroupDescriber, which librdkafka 2.0.2 lacks.
+  ConsumerGroupDescriptions DescribeConsumerGroups(
+      const std::vector<std::string>& ids, std::chrono::milliseconds request_timeout,
+      std::chrono::milliseconds total_timeout) override;
   // Defined in rdkafka_committed_offsets.cpp, with ReadBatched, LogBatchedState and ReadPerGroup.
   std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
       const std::vector<std::string>& ids, int max_in_flight,
@@ -118,6 +123,10 @@ class RdKafkaAdmin final : public KafkaAdmin {
   bool batched_offset_fetch_ = false;
   std::unique_ptr<BatchedOffsetFetcher> batched_;
   std::string batched_state_;  // how the last poll read committed offsets, as last logged
+  // Describes KIP-848 groups while the cluster clients are open, if the cluster is reached over
+  // PLAINTEXT or TLS as the batched fetch speaks them; null otherwise (none is described).
+  std::unique_ptr<ConsumerGroupDescriber> describer_;
+  std::string describer_unsupported_;  // why the broker cannot describe them, as last logged
 };
 
 }  // namespace lagsight::kafka

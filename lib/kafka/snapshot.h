@@ -66,8 +66,9 @@ struct ConsumerGroup {
   std::string state;  // Kafka's state in snake case: stable, empty, preparing_rebalance, ...
   GroupKind kind = GroupKind::kClassic;
   std::optional<int> members;  // unknown where the broker does not describe the group to us
-  // Who they are, sorted by member id: classic groups as described; empty for simple groups,
-  // and for KIP-848 groups (librdkafka 2.0.2 cannot describe them).
+  // Who they are, sorted by member id: classic groups as described, KIP-848 groups as
+  // ConsumerGroupDescribe answers (empty where the broker or the connection cannot: before Kafka
+  // 4.0, over SASL); empty for simple groups.
   std::vector<GroupMember> member_list;
   // Committed offsets of every partition the group committed on, assigned or not.
   CommittedOffsets committed;

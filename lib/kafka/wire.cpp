@@ -13,6 +13,7 @@ class Writer {
   Writer() { bytes_.resize(4); }
 
   void Int8(std::int8_t value) { bytes_.push_back(static_cast<std::uint8_t>(value)); }
+  void Bool(bool value) { bytes_.push_back(value ? 1 : 0); }
   void Int16(std::int16_t value) { Big(static_cast<std::uint16_t>(value), 2); }
   void Int32(std::int32_t value) { Big(static_cast<std::uint32_t>(value), 4); }
   void UVarint(std::uint32_t value) {
@@ -114,6 +115,8 @@ class Reader {
     return ok_ ? count : 0;
   }
 
+  void Skip(std::size_t length) { Take(length); }
+
   void SkipTaggedFields() {
     const std::uint32_t fields = UVarint();
     for (std::uint32_t i = 0; ok_ && i < fields; ++i) {
@@ -171,6 +174,12 @@ constexpr std::size_t kGroupBytes = 5;         // empty id, no topics, error, no
 constexpr std::size_t kPartitionBytes = 20;    // index, offset, epoch, null metadata, error, tags
 // A topic in an answer to "all topics" has a name and at least one partition (checked).
 constexpr std::size_t kTopicBytes = 2 + 1 + kPartitionBytes + 1;
+// ConsumerGroupDescribe: a group with empty strings, no members, no tags; a member likewise, with
+// two empty assignments; an assigned topic: its id, an empty name, no partitions, no tags.
+constexpr std::size_t kDescribedGroupBytes = 20;
+constexpr std::size_t kDescribedMemberBytes = 16;
+constexpr std::size_t kAssignedTopicBytes = 19;
+constexpr std::size_t kUuidBytes = 16;
 
 }  // namespace
 
@@ -199,6 +208,17 @@ Bytes OffsetFetchRequest(std::int32_t correlation_id, std::string_view client_id
     writer.NoTaggedFields();
   }
   writer.Int8(0);  // require_stable
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+Bytes ConsumerGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
+                                   std::int16_t version,
+                                   const std::vector<std::string_view>& groups) {
+  Writer writer = Header(kConsumerGroupDescribe, version, correlation_id, client_id, true);
+  writer.CompactArrayLength(groups.size());
+  for (std::string_view group : groups) writer.CompactString(group);
+  writer.Bool(false);  // include_authorized_operations
   writer.NoTaggedFields();
   return std::move(writer).Frame();
 }
@@ -299,6 +319,128 @@ Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::
   }
   reader.SkipTaggedFields();
   if (!reader.ok()) return Truncated("OffsetFetch");
+  return groups;
+}
+
+namespace {
+
+// Decodes a ConsumerGroupDescribe answer, charging what it decodes against a budget of bytes: the
+// first failure sticks.
+class DescribeDecoder {
+ public:
+  DescribeDecoder(std::span<const std::uint8_t> payload, std::int16_t version, std::size_t budget)
+      : reader_(payload), version_(version), budget_(budget), limit_(budget) {}
+
+  Reader& reader() { return reader_; }
+  const std::optional<Error>& failure() const { return failure_; }
+
+  DescribedConsumerGroup Group() {
+    DescribedConsumerGroup group;
+    group.error_code = reader_.Int16();
+    group.error_message = Charged(reader_.CompactString());
+    group.group = Charged(reader_.CompactString());
+    group.state = Charged(reader_.CompactString());
+    reader_.Int32();          // group_epoch
+    reader_.Int32();          // assignment_epoch
+    reader_.CompactString();  // assignor_name
+    const std::int64_t count = reader_.CompactArrayLength(kDescribedMemberBytes);
+    const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+    Charge(members * sizeof(GroupMember));  // before reserving
+    if (Fine()) group.members.reserve(members);
+    for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member());
+    reader_.Int32();  // authorized_operations
+    reader_.SkipTaggedFields();
+    return group;
+  }
+
+ private:
+  bool Fine() const { return reader_.ok() && !failure_; }
+
+  void Charge(std::size_t bytes) {
+    if (bytes > budget_ && !failure_) {
+      failure_ = Error{"ConsumerGroupDescribe response: decoded, it would take more than " +
+                       std::to_string(limit_) + " bytes"};
+    }
+    budget_ = bytes > budget_ ? 0 : budget_ - bytes;
+  }
+  std::string Charged(std::string_view text) {
+    Charge(text.size());
+    return std::string(text);
+  }
+
+  GroupMember Member() {
+    GroupMember member;
+    member.member_id = Charged(reader_.CompactString());
+    member.group_instance_id = Charged(reader_.CompactString());  // null: ""
+    reader_.CompactString();                                      // rack_id
+    reader_.Int32();                                              // member_epoch
+    member.client_id = Charged(reader_.CompactString());
+    member.host = Charged(reader_.CompactString());
+    const std::int64_t subscribed = reader_.CompactArrayLength(1);
+    for (std::int64_t t = 0; reader_.ok() && t < subscribed; ++t) reader_.CompactString();
+    reader_.CompactString();  // subscribed_topic_regex
+    Assignment(&member.assignment);
+    Assignment(nullptr);                // target_assignment: where it is going, not what it holds
+    if (version_ >= 1) reader_.Int8();  // member_type
+    reader_.SkipTaggedFields();
+    std::sort(member.assignment.begin(), member.assignment.end());
+    return member;
+  }
+
+  // An Assignment, its partitions into `out` (or skipped).
+  void Assignment(std::vector<TopicPartition>* out) {
+    const std::int64_t topics = reader_.CompactArrayLength(kAssignedTopicBytes);
+    for (std::int64_t t = 0; Fine() && t < topics; ++t) {
+      reader_.Skip(kUuidBytes);  // topic_id: lagsight names topics
+      const std::string_view name = reader_.CompactString();
+      if (reader_.ok() && (name.empty() || name.size() > kMaxTopicNameLength) && !failure_) {
+        failure_ =
+            Error{"ConsumerGroupDescribe response: a topic name of " + std::to_string(name.size()) +
+                  " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")"};
+      }
+      const std::int64_t partitions = reader_.CompactArrayLength(4);
+      for (std::int64_t p = 0; Fine() && p < partitions; ++p) {
+        const std::int32_t partition = reader_.Int32();
+        if (out == nullptr) continue;
+        Charge(sizeof(TopicPartition) + name.size());
+        if (Fine()) out->push_back(TopicPartition{std::string(name), partition});
+      }
+      reader_.SkipTaggedFields();
+    }
+    reader_.SkipTaggedFields();
+  }
+
+  Reader reader_;
+  std::int16_t version_;
+  std::size_t budget_;
+  std::size_t limit_;
+  std::optional<Error> failure_;
+};
+
+}  // namespace
+
+Result<std::vector<DescribedConsumerGroup>> ParseConsumerGroupDescribeResponse(
+    std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::int16_t version,
+    std::size_t max_groups, std::size_t max_decoded_bytes) {
+  DescribeDecoder decoder(payload, version, max_decoded_bytes);
+  Reader& reader = decoder.reader();
+  if (auto error = ReadHeader(reader, correlation_id, true, "ConsumerGroupDescribe")) {
+    return *error;
+  }
+  reader.Int32();  // throttle_time_ms
+  const std::int64_t count = reader.CompactArrayLength(kDescribedGroupBytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"ConsumerGroupDescribe response: " + std::to_string(count) +
+                 " groups, asked for " + std::to_string(max_groups)};
+  }
+  std::vector<DescribedConsumerGroup> groups;
+  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t g = 0; reader.ok() && !decoder.failure() && g < count; ++g) {
+    groups.push_back(decoder.Group());
+  }
+  reader.SkipTaggedFields();
+  if (decoder.failure()) return *decoder.failure();
+  if (!reader.ok()) return Truncated("ConsumerGroupDescribe");
   return groups;
 }
 

@@ -1,11 +1,13 @@
-// Kafka wire protocol: encoders and decoders of the three requests lagsight sends itself.
+// Kafka wire protocol: encoders and decoders of the requests lagsight sends itself.
 //
 // librdkafka 2.0.2 reads committed offsets one group per OffsetFetch; a broker since Kafka 3.0
 // answers one OffsetFetch v8 for many groups (KIP-709), and FindCoordinator v4 locates many
 // groups at once (KIP-699). Measured at 2,000 groups on one broker, the one-group calls cost
 // ~0.25 s of CPU a poll in librdkafka's threads, half of lagsight's whole idle cost (README
 // "Measured"); these codecs let the batched fetcher (offset_fetch_client.h) send a few requests
-// instead. Only what that needs is here: ApiVersions v0, FindCoordinator v4, OffsetFetch v8.
+// instead. Only what that needs is here: ApiVersions v0, FindCoordinator v4, OffsetFetch v8; and
+// ConsumerGroupDescribe v0-v1 (KIP-848, Kafka 4.0), which librdkafka 2.0.2 lacks, for the members
+// of "consumer" protocol groups (group_describe_client.h).
 //
 // Encoders return a whole frame (the 4-byte size first). Decoders take the frame's payload (after
 // the size) and never read past it or trust a declared length: a count whose elements, at their
@@ -29,9 +31,12 @@ namespace lagsight::kafka::wire {
 constexpr std::int16_t kOffsetFetch = 9;
 constexpr std::int16_t kFindCoordinator = 10;
 constexpr std::int16_t kApiVersions = 18;
+constexpr std::int16_t kConsumerGroupDescribe = 69;
 
 constexpr std::int16_t kFindCoordinatorVersion = 4;  // KIP-699: many keys in one request
 constexpr std::int16_t kOffsetFetchVersion = 8;      // KIP-709: many groups in one request
+// v1 (KIP-1099) only adds each member's type to the answer; v0 answers the same otherwise.
+constexpr std::int16_t kConsumerGroupDescribeMaxVersion = 1;
 
 using Bytes = std::vector<std::uint8_t>;
 
@@ -48,6 +53,11 @@ Bytes FindCoordinatorRequest(std::int32_t correlation_id, std::string_view clien
 // consumer-groups tool and librdkafka's ListConsumerGroupOffsets ask.
 Bytes OffsetFetchRequest(std::int32_t correlation_id, std::string_view client_id,
                          const std::vector<std::string_view>& groups);
+
+// The groups' descriptions, without authorized operations. `version`: 0 or 1.
+Bytes ConsumerGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
+                                   std::int16_t version,
+                                   const std::vector<std::string_view>& groups);
 
 // The API versions the broker supports, by API key.
 Result<std::map<std::int16_t, VersionRange>> ParseApiVersionsResponse(
@@ -86,6 +96,24 @@ struct FetchedGroup {
 Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::uint8_t> payload,
                                                            std::int32_t correlation_id,
                                                            std::size_t max_groups);
+
+// One group of a ConsumerGroupDescribe answer: its state as Kafka names it ("Stable"), and its
+// members with their current assignments (by topic name), in the broker's order.
+struct DescribedConsumerGroup {
+  std::string group;
+  std::int16_t error_code = 0;
+  std::string error_message;  // empty when null
+  std::string state;
+  std::vector<GroupMember> members;
+};
+// An answer naming more than `max_groups` groups, a topic name longer than Kafka allows, or one
+// whose decoded members would take more than `max_decoded_bytes` fails. A partition takes 4 bytes
+// in the frame but a TopicPartition with its topic's name once decoded, so no ratio to the
+// frame's size bounds a legitimate answer: 64 MiB holds over a million assigned partitions.
+constexpr std::size_t kMaxDescribedBytes = 64u << 20;
+Result<std::vector<DescribedConsumerGroup>> ParseConsumerGroupDescribeResponse(
+    std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::int16_t version,
+    std::size_t max_groups, std::size_t max_decoded_bytes = kMaxDescribedBytes);
 
 // Reads the 4-byte size that starts every frame.
 std::int32_t FrameSize(std::span<const std::uint8_t, 4> prefix);

@@ -1,9 +1,9 @@
 // Who holds what: the lagsight_kafka_group_member_* series of one Kafka cluster, and the holder
 // of each partition of a group-topic pair for lagsight_kafka_group_partition_owner.
 //
-// Pure rendering of what the poll's group descriptions named: classic groups' members (member
-// id, client id, host, group.instance.id) and their current assignments. Simple groups have no
-// members; KIP-848 groups are not described by librdkafka 2.0.2, so neither has any.
+// Pure rendering of what the poll's group descriptions named: the members of classic and KIP-848
+// groups (member id, client id, host, group.instance.id) and their current assignments. Simple
+// groups have none, nor KIP-848 groups that could not be described (SASL, brokers before 4.0).
 #pragma once
 
 #include <cstdint>

@@ -4,10 +4,9 @@ Ground truth is only ``kafka-consumer-groups.sh --describe --members --verbose``
 groups (named, so other tests' groups on the shared broker cannot upset the parse), read until
 the groups have settled (every partition held by exactly one of the test's members),
 then read again after lagsight's scrape: the two reads must agree, so both sides describe the
-same assignment. Classic groups get a member_info series per member and a count of assigned
-partitions per member and topic; the partition_owner series only when the cluster's config asks
-for ``series: {partition_owners: true}``. KIP-848 groups (librdkafka 2.0.2 cannot describe
-them) and groups without members get none.
+same assignment. Classic and KIP-848 groups get a member_info series per member and a count of
+assigned partitions per member and topic; the partition_owner series only when the cluster's
+config asks for ``series: {partition_owners: true}``. Groups without members get none.
 """
 
 from __future__ import annotations
@@ -70,11 +69,11 @@ def read_settled(bootstrap: str, described: Sequence[str],
                       interval=0.1)
 
 
-def expected_series(rows: frozenset[MemberRow], classic_groups: set[str]
+def expected_series(rows: frozenset[MemberRow], described_groups: set[str]
                     ) -> tuple[dict, dict, dict]:
     """member_info, assigned_partitions and partition_owner as lagsight must export them for
-    the tool's ``rows``: only members of ``classic_groups``."""
-    classic = [row for row in rows if row.group in classic_groups]
+    the tool's ``rows``: only members of ``described_groups`` (those with members)."""
+    classic = [row for row in rows if row.group in described_groups]
     info = {(r.group, r.member_id, r.client_id, r.host, r.group_instance_id): 1 for r in classic}
     assigned = {(r.group, r.member_id, topic): count for r in classic
                 for topic, count in r.partitions_per_topic().items()}
@@ -84,11 +83,11 @@ def expected_series(rows: frozenset[MemberRow], classic_groups: set[str]
 
 
 def assert_member_series(metrics: promtext.Samples, rows: frozenset[MemberRow],
-                         classic_groups: set[str], cluster: str, prefix: str,
+                         described_groups: set[str], cluster: str, prefix: str,
                          owners_on: bool) -> None:
     """The prefix's member series equal the tool's ``rows``, no more (no series for groups
-    outside ``classic_groups``, nor owner series unless ``owners_on``)."""
-    info, assigned, owners = expected_series(rows, classic_groups)
+    outside ``described_groups``, nor owner series unless ``owners_on``)."""
+    info, assigned, owners = expected_series(rows, described_groups)
     assert exported(metrics, MEMBER_INFO, cluster, prefix, "group", "member_id", "client_id",
                     "host", "group_instance_id") == info
     assert exported(metrics, ASSIGNED, cluster, prefix, "group", "member_id", "topic") == assigned
@@ -160,8 +159,9 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
                                                         unique_prefix):
     """Three classic members (one static) over two topics, one with committed offsets and one
     without: every member, its partition counts and each assigned partition's holder exported
-    as the tool reports them; a simple, an empty and a KIP-848 group get none. When a member
-    leaves, the series follow the rebalance within a poll, and the one who left disappears."""
+    as the tool reports them, and the KIP-848 group's likewise; a simple and an empty group get
+    none. When a member leaves, the series follow the rebalance within a poll, and the one who
+    left disappears."""
     bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
     orders, payments = f"{prefix}-orders", f"{prefix}-payments"
     classic, simple = f"{prefix}-classic", f"{prefix}-simple"
@@ -196,13 +196,13 @@ def test_owners_equal_kafka_and_follow_a_member_leaving(kafka_broker, start_lags
         assert {r.group for r in rows if r.current_epoch is not None} == {kip848}
         assert {r.client_id for r in rows} == {m.client_id for m in (leaving, static, staying)} \
             | {f"{prefix}-kip848"}
-        assert_member_series(metrics, rows, {classic}, lagsight.cluster, prefix,
+        assert_member_series(metrics, rows, {classic, kip848}, lagsight.cluster, prefix,
                              owners_on=True)
 
         leaving.stop()
         groups[classic] = ({static.client_id, staying.client_id}, all_partitions)
         metrics, moved = scrape_between_tool_reads(lagsight, bootstrap, described, groups)
-        assert_member_series(metrics, moved, {classic}, lagsight.cluster, prefix,
+        assert_member_series(metrics, moved, {classic, kip848}, lagsight.cluster, prefix,
                              owners_on=True)
         # The member who left held partitions before, and no series names it any more.
         [gone] = [r for r in rows if r.client_id == leaving.client_id]

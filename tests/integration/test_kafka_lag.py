@@ -132,10 +132,8 @@ def assert_lagsight_matches(metrics: promtext.Samples, truth: KafkaTruth, cluste
             for group, listing in truth.listings.items()}
     assert exported(metrics, GROUP_INFO, cluster, prefix, "group", "state", "kind") == info
 
-    # librdkafka 2.0.2 has no ConsumerGroupDescribe, so lagsight cannot count the members of a
-    # KIP-848 group and exports none for it (README); every other group's count must match.
-    members = {(group,): m.members for group, m in truth.memberships.items()
-               if lagsight_kind(truth.protocols[group]) != "consumer"}
+    # Every group's count, KIP-848 ones too (lagsight's own ConsumerGroupDescribe).
+    members = {(group,): m.members for group, m in truth.memberships.items()}
     assert exported(metrics, "lagsight_kafka_group_members", cluster, prefix,
                     "group") == members
 

@@ -12,6 +12,9 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
  public:
   std::vector<kafka::GroupListing> listings;
   std::map<std::string, kafka::GroupDescription> descriptions;
+  // ConsumerGroupDescribe's answers (KIP-848 groups), and its failure.
+  std::map<std::string, kafka::GroupDescription> consumer_descriptions;
+  std::string consumer_describe_failure;
   std::map<std::string, kafka::CommittedOffsets> committed;
   std::map<std::string, std::string> committed_errors;
   std::map<std::string, std::int32_t> topics;
@@ -32,6 +35,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
 
   // What was asked.
   std::vector<std::string> described_ids;
+  std::vector<std::string> consumer_described_ids;
   std::vector<std::string> offset_ids;
   std::set<kafka::TopicPartition> offsets_asked;
   std::set<kafka::TopicPartition> last_stable_asked;
@@ -52,6 +56,18 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
     for (const std::string& id : ids) {
       described_ids.push_back(id);
       if (descriptions.contains(id)) out.push_back(descriptions.at(id));
+    }
+    return out;
+  }
+
+  kafka::ConsumerGroupDescriptions DescribeConsumerGroups(const std::vector<std::string>& ids,
+                                                          std::chrono::milliseconds,
+                                                          std::chrono::milliseconds) override {
+    kafka::ConsumerGroupDescriptions out;
+    out.failure = consumer_describe_failure;
+    for (const std::string& id : ids) {
+      consumer_described_ids.push_back(id);
+      if (consumer_descriptions.contains(id)) out.groups.push_back(consumer_descriptions.at(id));
     }
     return out;
   }

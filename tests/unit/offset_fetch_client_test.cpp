@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "kafka/group_describe_client.h"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -50,7 +52,9 @@ std::uint32_t GetVarint(const Bytes& bytes, std::size_t& at) {
 // UNKNOWN_TOPIC_OR_PARTITION; every other group has orders/0 committed at 42 and orders/1 not.
 class FakeBroker {
  public:
-  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3, kWrongCorrelation };
+  // kKafka4: also ConsumerGroupDescribe v0-v1 (KIP-848), answering each group Stable with one
+  // member holding orders/0, but "moving" NOT_COORDINATOR.
+  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3, kWrongCorrelation, kKafka4 };
 
   explicit FakeBroker(Behaviour behaviour)
       : behaviour_(behaviour),
@@ -80,6 +84,8 @@ class FakeBroker {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int offset_fetches() const { return offset_fetches_; }
   int find_coordinators() const { return find_coordinators_; }
+  int describes() const { return describes_; }
+  int version_seen() const { return version_seen_; }
 
  private:
   void Serve(tcp::socket& socket) {
@@ -103,10 +109,14 @@ class FakeBroker {
       if (api == 9 && behaviour_ == Behaviour::kWrongCorrelation) ++answer[3];
       if (api == 18) {  // ApiVersions v0
         Put(answer, 0, 2);
-        Put(answer, 2, 4);
+        Put(answer, behaviour_ == Behaviour::kKafka4 ? 3 : 2, 4);
+        if (behaviour_ == Behaviour::kKafka4)
+          Put(answer, 69, 2), Put(answer, 0, 2), Put(answer, 1, 2);
         const int newest = behaviour_ == Behaviour::kBeforeKafka3 ? 7 : 9;
         Put(answer, 9, 2), Put(answer, 1, 2), Put(answer, newest, 2);
         Put(answer, 10, 2), Put(answer, 0, 2), Put(answer, newest == 7 ? 3 : 6, 2);
+      } else if (api == 69) {
+        ConsumerGroupDescribeAnswer(request, answer);
       } else if (api == 10 || api == 9) {
         answer.push_back(0);  // header tags
         Put(answer, 0, 4);    // throttle
@@ -148,8 +158,44 @@ class FakeBroker {
     }
   }
 
-  // The group names of a FindCoordinator v4 / OffsetFetch v8 request.
-  static std::vector<std::string> Groups(const Bytes& request, std::size_t skip_after_header) {
+  void ConsumerGroupDescribeAnswer(const Bytes& request, Bytes& answer) {
+    ++describes_;
+    version_seen_ = (request[2] << 8) | request[3];
+    answer.push_back(0);  // header tags
+    Put(answer, 0, 4);    // throttle
+    const std::vector<std::string> groups = Groups(request, 0, 0);
+    PutVarint(answer, static_cast<std::uint32_t>(groups.size() + 1));
+    for (const std::string& group : groups) {
+      Put(answer, group == "moving" ? 16 : 0, 2);
+      answer.push_back(0);  // null message
+      PutCompact(answer, group);
+      PutCompact(answer, "Stable");
+      Put(answer, 3, 4), Put(answer, 3, 4);
+      PutCompact(answer, "uniform");
+      answer.push_back(2);  // one member
+      PutCompact(answer, "m-" + group);
+      answer.push_back(0), answer.push_back(0);  // no instance id, rack
+      Put(answer, 3, 4);
+      PutCompact(answer, "client-" + group);
+      PutCompact(answer, "/127.0.0.1");
+      answer.push_back(1), answer.push_back(0);                 // no subscribed names, no regex
+      for (int assignment = 0; assignment < 2; ++assignment) {  // current, target
+        answer.push_back(2);
+        answer.insert(answer.end(), 16, 0x11);  // topic id
+        PutCompact(answer, "orders");
+        answer.push_back(2), Put(answer, 0, 4);
+        answer.push_back(0), answer.push_back(0);  // tags of topic, assignment
+      }
+      if (version_seen_ >= 1) answer.push_back(1);  // member type: consumer
+      answer.push_back(0);                          // member tags
+      Put(answer, 0x80000000u, 4), answer.push_back(0);
+    }
+    answer.push_back(0);
+  }
+
+  // The group names of a FindCoordinator v4 / OffsetFetch v8 / ConsumerGroupDescribe request.
+  static std::vector<std::string> Groups(const Bytes& request, std::size_t skip_after_header,
+                                         std::size_t skip_after_group = 2) {
     std::size_t at = 8;
     at += 2 + ((request[at] << 8) | request[at + 1]);  // client id
     at += 1 + skip_after_header;                       // header tags, key type
@@ -159,7 +205,7 @@ class FakeBroker {
       const std::size_t length = GetVarint(request, at) - 1u;
       groups.emplace_back(request.begin() + static_cast<std::ptrdiff_t>(at),
                           request.begin() + static_cast<std::ptrdiff_t>(at + length));
-      at += length + (skip_after_header ? 0 : 2);  // OffsetFetch: null topics, tags
+      at += length + (skip_after_header ? 0 : skip_after_group);  // OffsetFetch: null topics, tags
     }
     return groups;
   }
@@ -170,6 +216,8 @@ class FakeBroker {
   std::uint16_t port_ = 0;
   std::atomic<int> offset_fetches_{0};
   std::atomic<int> find_coordinators_{0};
+  std::atomic<int> describes_{0};
+  std::atomic<int> version_seen_{-1};
   std::atomic<bool> stopping_{false};
   std::thread accepting_;
   std::vector<std::thread> connections_;
@@ -337,4 +385,41 @@ TEST_CASE("batched offset fetch: TLS is spoken when configured, and a broken set
   CHECK_FALSE(fetched.offsets[0].has_value());
   CHECK_FALSE(fetched.offsets[1].has_value());
   CHECK_THAT(fetched.failure, Catch::Contains("TLS: ssl.ca.location /nonexistent/ca.pem"));
+}
+
+TEST_CASE("consumer group describe: members of KIP-848 groups, batched, at the newest version",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);
+  lagsight::kafka::ConsumerGroupDescriberOptions options;
+  options.bootstrap_servers = {broker.address()};
+  options.groups_per_request = 2;
+  lagsight::kafka::ConsumerGroupDescriber describer(options);
+  auto described = describer.Describe({"a", "moving", "b"}, 2s, 10s);
+  CHECK(described.failure.empty());
+  CHECK_FALSE(described.unsupported);
+  CHECK(broker.version_seen() == 1);
+  CHECK(broker.describes() == 1);  // "moving" has no coordinator: not asked
+  std::map<std::string, lagsight::kafka::GroupDescription> by_id;
+  for (auto& group : described.groups) by_id[group.id] = group;
+  REQUIRE(by_id.size() == 2);
+  CHECK(by_id.at("a").state == "stable");
+  CHECK(by_id.at("a").members == 1);
+  REQUIRE(by_id.at("a").member_list.size() == 1);
+  CHECK(by_id.at("a").member_list[0] ==
+        lagsight::kafka::GroupMember{"m-a", "client-a", "/127.0.0.1", "", {{"orders", 0}}});
+  CHECK(by_id.at("a").assigned_topics == std::set<std::string>{"orders"});
+}
+
+TEST_CASE("consumer group describe: a broker before Kafka 4.0 is unsupported, not an error",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kAnswers);  // advertises no ConsumerGroupDescribe
+  lagsight::kafka::ConsumerGroupDescriberOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ConsumerGroupDescriber describer(options);
+  auto described = describer.Describe({"a", "b"}, 2s, 10s);
+  CHECK(described.groups.empty());
+  CHECK(described.unsupported);
+  CHECK_THAT(described.failure, Catch::Contains("predates ConsumerGroupDescribe"));
+  CHECK(broker.find_coordinators() == 0);
+  CHECK(broker.describes() == 0);
 }

@@ -1,0 +1,151 @@
+#include "kafka/group_describe_client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_map>
+
+#include "kafka/coordinator_session.h"
+#include "kafka/wire.h"
+
+namespace lagsight::kafka {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::int16_t kGroupIdNotFound = 69;
+
+// Kafka's state names ("Stable", "NotReady") in lagsight's snake case ("stable", "not_ready"), as
+// librdkafka's classic ones are.
+std::string SnakeCase(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!out.empty()) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The names of the error codes ConsumerGroupDescribe answers a group with.
+std::string ErrorName(std::int16_t code) {
+  static const std::map<std::int16_t, const char*> kNames = {
+      {14, "COORDINATOR_LOAD_IN_PROGRESS"},
+      {15, "COORDINATOR_NOT_AVAILABLE"},
+      {16, "NOT_COORDINATOR"},
+      {24, "INVALID_GROUP_ID"},
+      {29, "TOPIC_AUTHORIZATION_FAILED"},
+      {30, "GROUP_AUTHORIZATION_FAILED"},
+      {42, "INVALID_REQUEST"},
+      {kGroupIdNotFound, "GROUP_ID_NOT_FOUND"}};
+  const auto found = kNames.find(code);
+  return found == kNames.end()
+             ? "error code " + std::to_string(code)
+             : std::string(found->second) + " (error code " + std::to_string(code) + ")";
+}
+
+GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described) {
+  GroupDescription description;
+  description.id = std::move(described.group);
+  if (described.error_code == kGroupIdNotFound) {
+    description.not_found = true;
+    return description;
+  }
+  if (described.error_code != 0) {
+    description.error = "ConsumerGroupDescribe answered " + ErrorName(described.error_code) +
+                        (described.error_message.empty() ? "" : ": " + described.error_message);
+    return description;
+  }
+  description.state = SnakeCase(described.state);
+  description.members = static_cast<int>(described.members.size());
+  description.member_list = std::move(described.members);
+  std::sort(description.member_list.begin(), description.member_list.end(),
+            [](const GroupMember& a, const GroupMember& b) { return a.member_id < b.member_id; });
+  for (const GroupMember& member : description.member_list) {
+    for (const TopicPartition& tp : member.assignment) description.assigned_topics.insert(tp.topic);
+  }
+  return description;
+}
+
+// Sends one ConsumerGroupDescribe, at the highest version both sides speak, for the groups
+// ids[indices], and takes the groups it names among them into `answer`.
+asio::awaitable<std::optional<std::string>> DescribeBatch(const std::vector<std::string>& ids,
+                                                          DescribedGroups& answer,
+                                                          CoordinatorSession& session,
+                                                          BrokerConnection& connection,
+                                                          const std::vector<std::size_t>& indices) {
+  std::vector<std::string_view> groups;
+  std::unordered_map<std::string_view, bool> asked;
+  for (std::size_t index : indices) {
+    groups.push_back(ids[index]);
+    asked.emplace(ids[index], false);
+  }
+  const auto& range = connection.versions.at(wire::kConsumerGroupDescribe);  // checked on open
+  const std::int16_t version = std::min(range.max, wire::kConsumerGroupDescribeMaxVersion);
+  const std::int32_t id = session.NextCorrelationId();
+  auto payload = co_await session.Exchange(
+      connection, wire::ConsumerGroupDescribeRequest(id, session.client_id(), version, groups));
+  const std::string where = "ConsumerGroupDescribe to " + connection.where + ": ";
+  if (!payload) co_return where + payload.error().message;
+  auto described = wire::ParseConsumerGroupDescribeResponse(*payload, id, version, groups.size());
+  if (!described) co_return where + described.error().message;
+  ++answer.requests;
+  for (wire::DescribedConsumerGroup& group : *described) {
+    const auto found = asked.find(group.group);
+    if (found == asked.end() || found->second) continue;  // not asked, or named twice
+    found->second = true;
+    answer.groups.push_back(DescriptionOf(std::move(group)));
+  }
+  co_return std::nullopt;
+}
+
+std::optional<std::string> LacksConsumerGroupDescribe(
+    const std::map<std::int16_t, wire::VersionRange>& versions, const std::string& where) {
+  const auto found = versions.find(wire::kConsumerGroupDescribe);
+  if (Supports(versions, wire::kFindCoordinator, wire::kFindCoordinatorVersion) &&
+      found != versions.end() && found->second.min <= wire::kConsumerGroupDescribeMaxVersion &&
+      found->second.max >= 0) {
+    return std::nullopt;
+  }
+  return "the broker at " + where + " predates ConsumerGroupDescribe (Kafka 4.0, KIP-848)";
+}
+
+}  // namespace
+
+ConsumerGroupDescriber::ConsumerGroupDescriber(ConsumerGroupDescriberOptions options)
+    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
+  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
+}
+
+ConsumerGroupDescriber::~ConsumerGroupDescriber() = default;
+
+DescribedGroups ConsumerGroupDescriber::Describe(const std::vector<std::string>& ids,
+                                                 std::chrono::milliseconds request_timeout,
+                                                 std::chrono::milliseconds total_timeout) {
+  DescribedGroups answer;
+  if (ids.empty()) return answer;
+  if (!tls_failure_.empty()) {
+    answer.failure = tls_failure_;
+    return answer;
+  }
+  {
+    // Whatever it had not answered at the deadline stays without members.
+    CoordinatorSession session(
+        options_, tls_.get(), request_timeout, ids, *resolved_, "ConsumerGroupDescribe",
+        LacksConsumerGroupDescribe,
+        [&ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
+                        const std::vector<std::size_t>& indices) {
+          return DescribeBatch(ids, answer, running, connection, indices);
+        });
+    session.Run(total_timeout);
+    answer.failure = session.failure();
+    answer.unsupported = session.unsupported();
+  }
+  return answer;
+}
+
+}  // namespace lagsight::kafka

@@ -1,0 +1,61 @@
+// ConsumerGroupDescriber: who the members of KIP-848 ("consumer" protocol) groups are and which
+// partitions each holds, read with batched ConsumerGroupDescribe requests (API key 69, Kafka 4.0)
+// sent to each group's coordinator over connections of its own (CoordinatorSession).
+//
+// Why by hand: librdkafka 2.0.2 speaks only the classic DescribeGroups, which answers a KIP-848
+// group as dead with no members; ConsumerGroupDescribe came with librdkafka 2.4. It only reads
+// (never joins a group or commits), over PLAINTEXT or TLS as the batched offset fetch does
+// (BatchedOffsetFetcher::Security decides; SASL clusters go without it).
+//
+// A broker without ConsumerGroupDescribe (before Kafka 4.0) answers nothing, and `unsupported`
+// says so, so the caller can say it once rather than fail every poll. Blocking, bounded by the
+// timeouts it is given; not thread-safe: one poll at a time.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kafka/admin.h"
+#include "kafka/offset_fetch_client.h"
+
+namespace lagsight::kafka {
+
+struct TlsContext;
+struct ResolvedAddresses;
+
+// The batched fetch's settings serve it too: connections per coordinator, groups per request
+// (200: a request of 200 groups of 10 members on 100 partitions answers in ~100 KB), answer size.
+using ConsumerGroupDescriberOptions = BatchedOffsetFetcherOptions;
+
+struct DescribedGroups {
+  // One per group the coordinators answered, in any order: state in snake case, members sorted by
+  // id with their current assignments, assigned_topics. A group the broker does not know as a
+  // KIP-848 group (GROUP_ID_NOT_FOUND: deleted, or a classic group) is not_found; any other
+  // error code is its `error`.
+  std::vector<GroupDescription> groups;
+  // The first failure met (a connection, an answer that could not be decoded, the time ran out);
+  // empty when every request was answered.
+  std::string failure;
+  bool unsupported = false;  // a broker predates ConsumerGroupDescribe (`failure` names it)
+  int requests = 0;          // ConsumerGroupDescribe requests answered
+};
+
+class ConsumerGroupDescriber {
+ public:
+  explicit ConsumerGroupDescriber(ConsumerGroupDescriberOptions options);
+  ~ConsumerGroupDescriber();
+
+  DescribedGroups Describe(const std::vector<std::string>& ids,
+                           std::chrono::milliseconds request_timeout,
+                           std::chrono::milliseconds total_timeout);
+
+ private:
+  ConsumerGroupDescriberOptions options_;
+  std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
+  std::unique_ptr<TlsContext> tls_;              // with options_.tls, or why not:
+  std::string tls_failure_;
+};
+
+}  // namespace lagsight::kafka
