@@ -16,21 +16,6 @@ namespace {
 
 constexpr std::int16_t kGroupIdNotFound = 69;
 
-// Kafka's state names ("Stable", "NotReady") in lagsight's snake case ("stable", "not_ready"), as
-// librdkafka's classic ones are.
-std::string SnakeCase(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isupper(static_cast<unsigned char>(c))) {
-      if (!out.empty()) out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // The names of the error codes ConsumerGroupDescribe answers a group with.
 std::string ErrorName(std::int16_t code) {
   static const std::map<std::int16_t, const char*> kNames = {

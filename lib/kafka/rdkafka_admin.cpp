@@ -28,20 +28,6 @@ struct ConfigResourceDeleter {
   }
 };
 
-// librdkafka's names ("PreparingRebalance") in the snake case of Prometheus label values.
-std::string SnakeCase(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isupper(static_cast<unsigned char>(c))) {
-      if (!out.empty()) out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string StateName(rd_kafka_consumer_group_state_t state) {
   return SnakeCase(rd_kafka_consumer_group_state_name(state));
 }

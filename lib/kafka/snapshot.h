@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <boost/container/flat_map.hpp>
+#include <cctype>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lagsight::kafka {
@@ -60,6 +62,22 @@ struct GroupMember {
 
   friend bool operator==(const GroupMember&, const GroupMember&) = default;
 };
+
+// Kafka's names ("PreparingRebalance", "NotReady") in the snake case lagsight's labels use
+// ("preparing_rebalance", "not_ready"): librdkafka's classic states and ConsumerGroupDescribe's
+// alike.
+inline std::string SnakeCase(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (!out.empty()) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 struct ConsumerGroup {
   std::string id;
