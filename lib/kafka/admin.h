@@ -37,7 +37,8 @@ struct GroupDescription {
   // Topics the members' current assignments name. Kafka hides a topic the principal may not
   // Describe from metadata and from the group's committed offsets, but not from these.
   std::set<std::string> assigned_topics;
-  // Its members with their assignments (every topic, before the filter), sorted by member id.
+  // Its members with their assignments (every topic, before the filter), as the answer lists
+  // them (the collector sorts them and drops what is named twice).
   std::vector<GroupMember> member_list;
 };
 

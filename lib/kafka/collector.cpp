@@ -171,13 +171,29 @@ struct LogTopics {
   std::set<std::string> read_committed;
 };
 
-// The members of `description`, their assignments narrowed to the topics the filter accepts.
+// The members of `description` as a ConsumerGroup holds them: by member id, each once, their
+// assignments sorted, each partition once, narrowed to the topics the filter accepts. Both
+// describes (librdkafka's classic one, lagsight's ConsumerGroupDescribe) come through here; a
+// member or partition an answer names twice would otherwise be a duplicate series, and
+// Prometheus rejects a whole scrape for one.
 std::vector<GroupMember> AcceptedMembers(const GroupDescription& description,
                                          const config::KafkaClusterConfig& cluster) {
   std::vector<GroupMember> members = description.member_list;
+  const auto by_id = [](const GroupMember& a, const GroupMember& b) {
+    return a.member_id < b.member_id;
+  };
+  std::stable_sort(members.begin(), members.end(), by_id);
+  members.erase(std::unique(members.begin(), members.end(),
+                            [](const GroupMember& a, const GroupMember& b) {
+                              return a.member_id == b.member_id;
+                            }),
+                members.end());
   for (GroupMember& member : members) {
     std::erase_if(member.assignment,
                   [&](const TopicPartition& tp) { return !cluster.topics.Accepts(tp.topic); });
+    std::sort(member.assignment.begin(), member.assignment.end());
+    member.assignment.erase(std::unique(member.assignment.begin(), member.assignment.end()),
+                            member.assignment.end());
   }
   return members;
 }

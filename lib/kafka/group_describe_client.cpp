@@ -48,8 +48,6 @@ GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described) {
   description.state = SnakeCase(described.state);
   description.members = static_cast<int>(described.members.size());
   description.member_list = std::move(described.members);
-  std::sort(description.member_list.begin(), description.member_list.end(),
-            [](const GroupMember& a, const GroupMember& b) { return a.member_id < b.member_id; });
   for (const GroupMember& member : description.member_list) {
     for (const TopicPartition& tp : member.assignment) description.assigned_topics.insert(tp.topic);
   }

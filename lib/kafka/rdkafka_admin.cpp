@@ -79,7 +79,7 @@ std::optional<std::string> CachedClusterId(rd_kafka_t* handle) {
 // librdkafka hands out null for a string the broker left unset (group.instance.id).
 std::string OrEmpty(const char* text) { return text == nullptr ? std::string() : text; }
 
-// A described member: who it is and its current assignment, sorted.
+// A described member: who it is and its current assignment.
 GroupMember DescribedMember(const rd_kafka_MemberDescription_t& member) {
   GroupMember named;
   named.member_id = OrEmpty(rd_kafka_MemberDescription_consumer_id(&member));
@@ -92,7 +92,6 @@ GroupMember DescribedMember(const rd_kafka_MemberDescription_t& member) {
   for (int p = 0; partitions != nullptr && p < partitions->cnt; ++p) {
     named.assignment.push_back({partitions->elems[p].topic, partitions->elems[p].partition});
   }
-  std::sort(named.assignment.begin(), named.assignment.end());
   return named;
 }
 
@@ -310,9 +309,6 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
           description.assigned_topics.insert(tp.topic);
         }
       }
-      std::sort(
-          description.member_list.begin(), description.member_list.end(),
-          [](const GroupMember& a, const GroupMember& b) { return a.member_id < b.member_id; });
     }
     descriptions.push_back(std::move(description));
   }

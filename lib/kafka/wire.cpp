@@ -383,7 +383,6 @@ class DescribeDecoder {
     Assignment(nullptr);                // target_assignment: where it is going, not what it holds
     if (version_ >= 1) reader_.Int8();  // member_type
     reader_.SkipTaggedFields();
-    std::sort(member.assignment.begin(), member.assignment.end());
     return member;
   }
 
