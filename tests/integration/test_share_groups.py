@@ -246,3 +246,27 @@ def test_share_group_members_equal_tool(broker, start_lagsight, unique_prefix):
     assert list(promtext.select(metrics, "lagsight_kafka_group_members", kafka_cluster=cluster,
                                 group=group).values()) == [1]
     assert series_naming(metrics, group) <= SHARE_FAMILIES
+
+
+@pytest.fixture(scope="module")
+def old_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """Kafka 3.9.1: no share groups, no DescribeShareGroupOffsets."""
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-3.9.1"), kafka_version="3.9.1") as broker:
+        yield broker
+
+
+def test_broker_without_share_groups_said_once(old_broker, start_lagsight, request):
+    """A broker before share groups: lagsight says so once in the log, counts no partial error,
+    and reads its consumer groups as before, poll after poll."""
+    _register_log_for_failures(request, "kafka 3.9.1 broker log", old_broker.log_file)
+    lagsight = start_lagsight(old_broker.bootstrap)
+    first = lagsight.wait_for_fresh_poll(time.time())
+    metrics = lagsight.wait_for_fresh_poll(lagsight.last_poll(first))
+    assert list(promtext.select(metrics, "lagsight_kafka_poll_partial_errors",
+                                kafka_cluster=lagsight.cluster).values()) == [0]
+    assert list(promtext.select(metrics, "lagsight_kafka_up",
+                                kafka_cluster=lagsight.cluster).values()) == [1]
+    said = [line for line in lagsight.log_file.read_text().splitlines()
+            if "share groups are not read" in line]
+    assert len(said) == 1, said
+    assert "predates share groups" in said[0] and "level=info" in said[0]
