@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <filesystem>
+#include <set>
 #include <unordered_map>
 
 #include "common/tls_client.h"
@@ -366,7 +367,9 @@ asio::awaitable<void> CoordinatorSession::VisitBrokers(BrokerSender send) {
     co_return;
   }
   if (brokers->empty()) Fail("DescribeCluster named no broker");
+  std::set<std::pair<std::string, std::int32_t>> visited;  // a broker named twice is asked once
   for (const wire::Broker& broker : *brokers) {
+    if (!visited.emplace(broker.host, broker.port).second) continue;
     asio::co_spawn(io_, Visit({broker.host, std::to_string(broker.port)}, send), Completion(api_));
   }
 }

@@ -73,7 +73,8 @@ Bytes ShareGroupDescribeRequest(std::int32_t correlation_id, std::string_view cl
 }
 
 Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id) {
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_brokers) {
   Reader reader(payload);
   if (auto error = ReadHeader(reader, correlation_id, true, "DescribeCluster")) return *error;
   reader.Int32();  // throttle_time_ms
@@ -82,6 +83,10 @@ Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::ui
   reader.CompactString();  // cluster_id
   reader.Int32();          // controller_id
   const std::int64_t count = reader.CompactArrayLength(kBrokerBytes);
+  if (count > static_cast<std::int64_t>(max_brokers)) {
+    return Error{"DescribeCluster response: " + std::to_string(count) + " brokers, more than " +
+                 std::to_string(max_brokers)};
+  }
   std::vector<Broker> brokers;
   brokers.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
   for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
@@ -101,12 +106,17 @@ Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::ui
 }
 
 Result<std::vector<ListedGroup>> ParseListGroupsResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id) {
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_groups) {
   Reader reader(payload);
   if (auto error = ReadHeader(reader, correlation_id, true, "ListGroups")) return *error;
   reader.Int32();  // throttle_time_ms
   const std::int16_t error_code = reader.Int16();
   const std::int64_t count = reader.CompactArrayLength(kListedGroupBytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"ListGroups response: " + std::to_string(count) + " groups, more than " +
+                 std::to_string(max_groups)};
+  }
   std::vector<ListedGroup> groups;
   groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
   for (std::int64_t i = 0; reader.ok() && i < count; ++i) {

@@ -54,9 +54,12 @@ struct Broker {
   std::string host;
   std::int32_t port = 0;
 };
-// An answer with an error code fails, naming it.
+// An answer with an error code, or naming more than `max_brokers` brokers (each is connected
+// to), fails.
+constexpr std::size_t kMaxBrokers = 10'000;
 Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id);
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_brokers = kMaxBrokers);
 
 struct ListedGroup {
   std::string group;
@@ -64,9 +67,13 @@ struct ListedGroup {
   std::string state;  // as Kafka names it ("Stable")
   std::string type;   // as Kafka names it ("Share")
 };
-// An answer with an error code fails, naming it.
+// An answer with an error code, or naming more than `max_groups` groups, fails. A listed group
+// takes 5 bytes in the frame at least but ~130 decoded, so the count is what bounds the answer:
+// kMaxListedGroups (~26 MB decoded) is far above any broker's share groups.
+constexpr std::size_t kMaxListedGroups = 200'000;
 Result<std::vector<ListedGroup>> ParseListGroupsResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id);
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_groups = kMaxListedGroups);
 
 // One partition of a DescribeShareGroupOffsets answer.
 struct SharePartitionOffset {

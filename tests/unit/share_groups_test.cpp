@@ -143,6 +143,7 @@ TEST_CASE("share wire: DescribeCluster and ListGroups answers decode", "[kafka][
                     Bytes(cluster.begin(), cluster.begin() + static_cast<std::ptrdiff_t>(size)), 7)
                     .ok());
   }
+  CHECK_FALSE(wire::ParseDescribeClusterResponse(cluster, 7, 1).ok());  // more than allowed
   const Bytes refused = Concat({Int32(7),
                                 kNoTags,
                                 Int32(0),
@@ -180,6 +181,9 @@ TEST_CASE("share wire: DescribeCluster and ListGroups answers decode", "[kafka][
                     .ok());
   }
   CHECK_FALSE(wire::ParseListGroupsResponse(listed, 9).ok());  // another request's answer
+  const auto too_many = wire::ParseListGroupsResponse(listed, 8, 0);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK_THAT(too_many.error().message, Catch::Contains("1 groups, more than 0"));
   // 2^28 groups claimed in a few bytes: refused before any allocation.
   CHECK_FALSE(
       wire::ParseListGroupsResponse(
