@@ -441,6 +441,7 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   AddGroups(listings, descriptions, consumer_descriptions, offsets, cluster_, snapshot, topics);
   ReadShareGroups(*admin_, cluster_, deadline.NextRequest(), deadline.NextRequest(), snapshot,
                   topics.all);
+  phases.Done("share groups");
 
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();

@@ -140,6 +140,8 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // Lists and describes share groups, where the describer can run; null otherwise (none).
   std::unique_ptr<ShareGroupReader> share_reader_;
   std::string share_unsupported_;  // why the brokers cannot serve it, as last logged
+  // When a broker last said it has no share groups: they are asked again only every few minutes.
+  std::optional<std::chrono::steady_clock::time_point> share_unsupported_at_;
 };
 
 }  // namespace lagsight::kafka

@@ -12,8 +12,17 @@ namespace lagsight::kafka {
 
 using std::chrono::milliseconds;
 
+namespace {
+
+// How long a broker without share groups is believed: an upgrade shows within this, and until
+// then a poll costs no connection for an answer that does not change.
+constexpr std::chrono::minutes kShareRecheck{5};
+
+}  // namespace
+
 void RdKafkaAdmin::SayShareGroupsUnsupported(bool unsupported, std::string& failure) {
   if (!unsupported) return;
+  share_unsupported_at_ = std::chrono::steady_clock::now();
   if (failure != share_unsupported_) {
     spdlog::info("kafka cluster {}: share groups are not read: {}", cluster_name_, failure);
     share_unsupported_ = failure;
@@ -24,6 +33,10 @@ void RdKafkaAdmin::SayShareGroupsUnsupported(bool unsupported, std::string& fail
 ShareGroupListings RdKafkaAdmin::ListShareGroups(milliseconds request_timeout,
                                                  milliseconds total_timeout) {
   if (!share_reader_) return {};
+  if (share_unsupported_at_ &&
+      std::chrono::steady_clock::now() - *share_unsupported_at_ < kShareRecheck) {
+    return {};
+  }
   ShareGroupListings listings = share_reader_->List(request_timeout, total_timeout);
   SayShareGroupsUnsupported(listings.unsupported, listings.failure);
   if (listings.unsupported) listings.groups.clear();  // nothing read of them: none reported
