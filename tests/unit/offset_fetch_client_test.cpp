@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kafka/group_describe_client.h"
+#include "kafka/share_group_client.h"
 
 namespace {
 
@@ -422,4 +423,38 @@ TEST_CASE("consumer group describe: a broker before Kafka 4.0 is unsupported, no
   CHECK_THAT(described.failure, Catch::Contains("predates ConsumerGroupDescribe"));
   CHECK(broker.find_coordinators() == 0);
   CHECK(broker.describes() == 0);
+}
+
+TEST_CASE("share group reader: a broker before share groups is unsupported, not an error",
+          "[kafka][share]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // ConsumerGroupDescribe, but no key 90
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ShareGroupReader reader(options);
+  const auto listed = reader.List(2s, 10s);
+  CHECK(listed.groups.empty());
+  CHECK(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("predates share groups"));
+  const auto described = reader.Describe({"a"}, 2s, 10s);
+  CHECK(described.groups.empty());
+  CHECK(described.unsupported);
+  CHECK(broker.find_coordinators() == 0);
+}
+
+TEST_CASE("share group reader: a silent broker or nothing listening is a bounded failure",
+          "[kafka][share]") {
+  FakeBroker silent(FakeBroker::Behaviour::kSilent);
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {silent.address()};
+  lagsight::kafka::ShareGroupReader reader(options);
+  const auto started = std::chrono::steady_clock::now();
+  const auto listed = reader.List(300ms, 10s);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  CHECK(listed.groups.empty());
+  CHECK_FALSE(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("ApiVersions"));
+
+  options.bootstrap_servers = {"127.0.0.1:1"};
+  lagsight::kafka::ShareGroupReader nowhere(options);
+  CHECK_THAT(nowhere.List(1s, 5s).failure, Catch::Contains("connecting to 127.0.0.1:1"));
 }
