@@ -86,7 +86,8 @@ def tool_members(bootstrap: str, group: str) -> dict[str, tuple[str, str, frozen
     """member id -> (host, client id, {(topic, partition)}) from --describe --members."""
     output = tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--group",
                   group, "--members")
-    if "has no active members" in output:
+    # Before its first member joins the group does not exist yet; after the last left, it is empty.
+    if "has no active members" in output or "GroupIdNotFoundException" in output:
         return {}
     members = {}
     # A member assigned nothing has an empty ASSIGNMENT column: five fields.
