@@ -52,6 +52,25 @@ struct ConsumerGroupDescriptions {
   std::string failure;
 };
 
+// The share groups (KIP-932) lagsight's own ListGroups v5 found: state in snake case, never simple.
+struct ShareGroupListings {
+  std::vector<GroupListing> groups;
+  // Why some broker did not answer (its share groups are missing); empty when all answered, and
+  // when the client or the brokers cannot list share groups at all.
+  std::string failure;
+  bool unsupported = false;  // a broker predates share groups (`failure` names it)
+};
+
+// What DescribeShareGroupOffsets said of share groups: one per group answered, in any order
+// (state left empty: the listing has it); a group deleted meanwhile is left out.
+struct ShareGroupProgress {
+  std::vector<ShareGroup> groups;
+  std::vector<std::string> errors;  // groups and partitions answered with an error
+  std::string failure;              // as ShareGroupListings'
+  bool unsupported = false;
+  int requests = 0;  // DescribeShareGroupOffsets requests answered
+};
+
 // Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);
 // last stable offset (the log end of read_committed readers).
 enum class OffsetSpec { kEarliest, kLatest, kLastStable };
@@ -88,6 +107,18 @@ class KafkaAdmin {
   // is bounded by `request_timeout`, all of them by `total_timeout`. By default none is
   // described: a client without ConsumerGroupDescribe leaves such groups without members.
   virtual ConsumerGroupDescriptions DescribeConsumerGroups(
+      const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
+      std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+
+  // Share groups (KIP-932) and their progress per partition, which librdkafka 2.0.2 can neither
+  // list nor describe. Bounded as DescribeConsumerGroups; by default there are none.
+  virtual ShareGroupListings ListShareGroups(std::chrono::milliseconds /*request_timeout*/,
+                                             std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+  virtual ShareGroupProgress DescribeShareGroupOffsets(
       const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
       std::chrono::milliseconds /*total_timeout*/) {
     return {};

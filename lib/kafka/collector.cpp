@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "kafka/share_group_poll.h"
+
 namespace lagsight::kafka {
 
 std::string UnifyCollisionChars(std::string_view topic) {
@@ -437,6 +439,9 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   phases.Done("committed offsets");
   LogTopics topics;
   AddGroups(listings, descriptions, consumer_descriptions, offsets, cluster_, snapshot, topics);
+  ReadShareGroups(*admin_, cluster_, deadline.NextRequest(), deadline.NextRequest(), snapshot,
+                  topics.all);
+  phases.Done("share groups");
 
   auto counts = admin_->TopicPartitionCounts(deadline.NextRequest());
   if (!counts) return counts.error();

@@ -10,9 +10,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <filesystem>
+#include <set>
 #include <unordered_map>
 
 #include "common/tls_client.h"
+#include "kafka/share_wire.h"
 
 namespace lagsight::kafka {
 
@@ -336,6 +338,49 @@ asio::awaitable<void> CoordinatorSession::Locate() {
 
 void CoordinatorSession::Run(std::chrono::milliseconds total_timeout) {
   asio::co_spawn(io_, Locate(), Completion("FindCoordinator"));
+  RunIo(total_timeout);
+}
+
+// One connection to a broker, for one exchange.
+asio::awaitable<void> CoordinatorSession::Visit(Address address, BrokerSender send) {
+  auto stream = co_await Open(std::move(address));
+  if (!stream) {
+    Fail(stream.error().message);
+    co_return;
+  }
+  if (auto failed = co_await send(*this, *stream)) Fail(std::move(*failed));
+}
+
+asio::awaitable<void> CoordinatorSession::VisitBrokers(BrokerSender send) {
+  std::optional<BrokerConnection> bootstrap = co_await OpenBootstrap();
+  if (!bootstrap) co_return;
+  const std::int32_t id = next_correlation_id_++;
+  auto payload =
+      co_await Exchange(*bootstrap, wire::DescribeClusterRequest(id, options_.client_id));
+  if (!payload) {
+    Fail("DescribeCluster: " + payload.error().message);
+    co_return;
+  }
+  auto brokers = wire::ParseDescribeClusterResponse(*payload, id);
+  if (!brokers) {
+    Fail(brokers.error().message);
+    co_return;
+  }
+  if (brokers->empty()) Fail("DescribeCluster named no broker");
+  std::set<std::pair<std::string, std::int32_t>> visited;  // a broker named twice is asked once
+  for (const wire::Broker& broker : *brokers) {
+    if (!visited.emplace(broker.host, broker.port).second) continue;
+    asio::co_spawn(io_, Visit({broker.host, std::to_string(broker.port)}, send), Completion(api_));
+  }
+}
+
+void CoordinatorSession::RunOnEveryBroker(std::chrono::milliseconds total_timeout,
+                                          BrokerSender send) {
+  asio::co_spawn(io_, VisitBrokers(std::move(send)), Completion("DescribeCluster"));
+  RunIo(total_timeout);
+}
+
+void CoordinatorSession::RunIo(std::chrono::milliseconds total_timeout) {
   io_.run_for(total_timeout);
   // Still running at the deadline: the pending coroutines are dropped with the io_context, and
   // whatever they had not answered stays unanswered.

@@ -2,7 +2,9 @@
 // offset_fetch_client.h, the ConsumerGroupDescribe of group_describe_client.h) share: connections
 // of their own over PLAINTEXT or TLS, each checked with ApiVersions; the groups' coordinators
 // located with batched FindCoordinator v4 (KIP-699); each coordinator's groups cut into batches,
-// taken in turn by a few connections to it, one request in flight on each.
+// taken in turn by a few connections to it, one request in flight on each. Or, for what every
+// broker must be asked (ListGroups of share groups, share_group_client.h), one request to each
+// broker DescribeCluster names.
 //
 // What a batch's request is, and what its answer means, is the caller's (a BatchSender); the
 // session only moves bytes, bounded: every exchange by the request timeout and the answer's size
@@ -79,6 +81,14 @@ class CoordinatorSession {
   // Locates the coordinators of `ids` and sends every batch, within `total_timeout`.
   void Run(std::chrono::milliseconds total_timeout);
 
+  // Sends what every broker is asked (ListGroups: each broker lists the groups it coordinates)
+  // on `connection`, and takes its answer; a failure (said in full) ends that connection.
+  using BrokerSender = std::function<boost::asio::awaitable<std::optional<std::string>>(
+      CoordinatorSession& session, BrokerConnection& connection)>;
+  // Asks a bootstrap server for the cluster's brokers (DescribeCluster) and runs `send` once on a
+  // connection to each, within `total_timeout`. The session's ids and BatchSender are unused.
+  void RunOnEveryBroker(std::chrono::milliseconds total_timeout, BrokerSender send);
+
   // Keeps the first failure: the one that explains the others.
   void Fail(std::string failure);
   // The first failure met; empty when every request was answered.
@@ -119,6 +129,9 @@ class CoordinatorSession {
   boost::asio::awaitable<void> Drain(std::shared_ptr<CoordinatorWork> work);
   boost::asio::awaitable<std::optional<BrokerConnection>> OpenBootstrap();
   boost::asio::awaitable<void> Locate();
+  boost::asio::awaitable<void> VisitBrokers(BrokerSender send);
+  boost::asio::awaitable<void> Visit(Address address, BrokerSender send);
+  void RunIo(std::chrono::milliseconds total_timeout);
 
   const BatchedOffsetFetcherOptions& options_;
   TlsContext* tls_;  // null: PLAINTEXT

@@ -154,6 +154,7 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
     }
     options.client_id = properties_["client.id"];
     describer_ = std::make_unique<ConsumerGroupDescriber>(options);
+    share_reader_ = std::make_unique<ShareGroupReader>(options);
     if (batched_offset_fetch_) {
       batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
     }
@@ -166,6 +167,7 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
 
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
   describer_.reset();
+  share_reader_.reset();
   batched_.reset();
   record_reader_.reset();
   queue_.reset();

@@ -35,6 +35,7 @@
 #include "kafka/offset_fetch_client.h"
 #include "kafka/rdkafka_client.h"
 #include "kafka/record_timestamp_reader.h"
+#include "kafka/share_group_client.h"
 
 namespace lagsight::kafka {
 
@@ -51,6 +52,12 @@ class RdKafkaAdmin final : public KafkaAdmin {
   ConsumerGroupDescriptions DescribeConsumerGroups(
       const std::vector<std::string>& ids, std::chrono::milliseconds request_timeout,
       std::chrono::milliseconds total_timeout) override;
+  // Through ShareGroupReader (librdkafka 2.0.2 has no share groups); in rdkafka_share_groups.cpp.
+  ShareGroupListings ListShareGroups(std::chrono::milliseconds request_timeout,
+                                     std::chrono::milliseconds total_timeout) override;
+  ShareGroupProgress DescribeShareGroupOffsets(const std::vector<std::string>& ids,
+                                               std::chrono::milliseconds request_timeout,
+                                               std::chrono::milliseconds total_timeout) override;
   // Defined in rdkafka_committed_offsets.cpp, with ReadBatched, LogBatchedState and ReadPerGroup.
   std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
       const std::vector<std::string>& ids, int max_in_flight,
@@ -94,6 +101,9 @@ class RdKafkaAdmin final : public KafkaAdmin {
                                        std::vector<Result<CommittedOffsets>>& results);
   // Logs how committed offsets were read when that differs from the last poll's.
   void LogBatchedState(const std::string& failure, std::size_t answered, std::size_t asked);
+  // Says once (again only when it changes) why the brokers cannot serve share groups, and clears
+  // `failure` then: an older broker is no error of every poll.
+  void SayShareGroupsUnsupported(bool unsupported, std::string& failure);
   // Committed offsets of the groups ids[per_group[...]] into `results`, one librdkafka request
   // per group, at most `max_in_flight` at once, until `deadline`.
   void ReadPerGroup(const std::vector<std::string>& ids, const std::vector<std::size_t>& per_group,
@@ -127,6 +137,11 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // PLAINTEXT or TLS as the batched fetch speaks them; null otherwise (none is described).
   std::unique_ptr<ConsumerGroupDescriber> describer_;
   std::string describer_unsupported_;  // why the broker cannot describe them, as last logged
+  // Lists and describes share groups, where the describer can run; null otherwise (none).
+  std::unique_ptr<ShareGroupReader> share_reader_;
+  std::string share_unsupported_;  // why the brokers cannot serve it, as last logged
+  // When a broker last said it has no share groups: they are asked again only every few minutes.
+  std::optional<std::chrono::steady_clock::time_point> share_unsupported_at_;
 };
 
 }  // namespace lagsight::kafka

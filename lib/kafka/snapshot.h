@@ -96,6 +96,31 @@ struct ConsumerGroup {
   bool read_committed = false;
 };
 
+// A share group's progress on one partition (KIP-932), as its coordinator describes it. A share
+// group has no committed position: records are acknowledged one by one, and the share-partition
+// start offset is the first offset not yet acknowledged (or archived); records past it may be
+// acknowledged already, in flight, or waiting.
+struct SharePartition {
+  TopicPartition partition;
+  std::int64_t start_offset = -1;  // -1: the share-partition has no state yet
+  // The records not yet acknowledged, as the coordinator counts them (KIP-1226, Kafka 4.3);
+  // nullopt where the broker does not say.
+  std::optional<std::int64_t> lag;
+};
+
+// A share group (queue-style consumption, Kafka 4.2+): kept apart from ConsumerGroup, whose
+// committed offsets and lag mean something else.
+struct ShareGroup {
+  std::string id;
+  std::string state;                       // Kafka's state in snake case: stable, empty, dead
+  std::vector<SharePartition> partitions;  // sorted by partition, each once
+  bool offsets_known = true;               // false when reading its progress failed in this poll
+  // From ShareGroupDescribe, where the broker answered it: its members, sorted by id, with their
+  // assignments (several members may hold one partition: records are shared, not partitions).
+  std::optional<int> members;
+  std::vector<GroupMember> member_list;
+};
+
 // One configured bootstrap address asked on its own: which cluster answers there. A bootstrap
 // list that mixes clusters makes librdkafka read whichever answers first and only log a warning,
 // so the partitions of the other cluster go silently unread.
@@ -147,7 +172,8 @@ inline std::optional<std::int64_t> ReadableEnd(const PartitionOffsets& offsets,
 }
 
 struct KafkaSnapshot {
-  std::vector<ConsumerGroup> groups;  // sorted by id
+  std::vector<ConsumerGroup> groups;     // sorted by id
+  std::vector<ShareGroup> share_groups;  // sorted by id; empty where the brokers have none
   // Partition counts of every topic any group committed on (after the topic filter), and of the
   // topics the Flink half asked for.
   std::map<std::string, std::int32_t> topic_partitions;

@@ -27,29 +27,43 @@ const MetricDef kPartitionOwner{
     "series.partition_owners.",
     MetricType::Gauge};
 
+namespace {
+
+// One group's members: an info series each, a count each member and topic it holds.
+void AppendMembers(const std::string& cluster, const std::string& group,
+                   const std::vector<kafka::GroupMember>& members, FamilyBuilder& out) {
+  for (const kafka::GroupMember& member : members) {
+    out.Add(kMemberInfo,
+            {{"kafka_cluster", cluster},
+             {"group", group},
+             {"member_id", member.member_id},
+             {"client_id", member.client_id},
+             {"host", member.host},
+             {"group_instance_id", member.group_instance_id}},
+            1);
+    std::map<std::string_view, int> per_topic;
+    for (const kafka::TopicPartition& tp : member.assignment) ++per_topic[tp.topic];
+    for (const auto& [topic, count] : per_topic) {
+      out.Add(kMemberAssigned,
+              {{"kafka_cluster", cluster},
+               {"group", group},
+               {"member_id", member.member_id},
+               {"topic", std::string(topic)}},
+              count);
+    }
+  }
+}
+
+}  // namespace
+
 void AppendGroupMemberSeries(const std::string& cluster, const kafka::KafkaSnapshot& snapshot,
                              FamilyBuilder& out) {
   for (const kafka::ConsumerGroup& group : snapshot.groups) {
-    for (const kafka::GroupMember& member : group.member_list) {
-      out.Add(kMemberInfo,
-              {{"kafka_cluster", cluster},
-               {"group", group.id},
-               {"member_id", member.member_id},
-               {"client_id", member.client_id},
-               {"host", member.host},
-               {"group_instance_id", member.group_instance_id}},
-              1);
-      std::map<std::string_view, int> per_topic;
-      for (const kafka::TopicPartition& tp : member.assignment) ++per_topic[tp.topic];
-      for (const auto& [topic, count] : per_topic) {
-        out.Add(kMemberAssigned,
-                {{"kafka_cluster", cluster},
-                 {"group", group.id},
-                 {"member_id", member.member_id},
-                 {"topic", std::string(topic)}},
-                count);
-      }
-    }
+    AppendMembers(cluster, group.id, group.member_list, out);
+  }
+  // Share groups' members likewise (ShareGroupDescribe): several may hold one partition.
+  for (const kafka::ShareGroup& group : snapshot.share_groups) {
+    AppendMembers(cluster, group.id, group.member_list, out);
   }
 }
 

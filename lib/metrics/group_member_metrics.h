@@ -1,9 +1,10 @@
 // Who holds what: the lagsight_kafka_group_member_* series of one Kafka cluster, and the holder
 // of each partition of a group-topic pair for lagsight_kafka_group_partition_owner.
 //
-// Pure rendering of what the poll's group descriptions named: the members of classic and KIP-848
-// groups (member id, client id, host, group.instance.id) and their current assignments. Simple
-// groups have none, nor KIP-848 groups that could not be described (SASL, brokers before 4.0).
+// Pure rendering of what the poll's group descriptions named: the members of classic, KIP-848 and
+// share groups (member id, client id, host, group.instance.id) and their current assignments.
+// Simple groups have none, nor KIP-848 or share groups that could not be described (SASL,
+// brokers before 4.0).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@
 namespace lagsight::metrics {
 
 // lagsight_kafka_group_member_info and lagsight_kafka_group_member_assigned_partitions of every
-// described member: one info series a member, one count a member and topic it holds.
+// described member (consumer groups', then share groups'): one info series a member, one count a
+// member and topic it holds.
 void AppendGroupMemberSeries(const std::string& cluster, const kafka::KafkaSnapshot& snapshot,
                              FamilyBuilder& out);
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "metrics/group_member_metrics.h"
+#include "metrics/share_group_metrics.h"
 
 namespace lagsight::metrics {
 namespace {
@@ -528,6 +529,8 @@ KafkaSeriesUse AppendKafkaMetrics(const std::string& cluster, const PollStatus& 
       out.Add(kGroupMembers, {{"kafka_cluster", cluster}, {"group", group.id}}, *group.members);
     }
   }
+  // Share groups in the same info and members families, with their own progress families.
+  AppendShareGroupSeries(cluster, *snapshot, kGroupInfo, kGroupMembers, out);
   AppendGroupMemberSeries(cluster, *snapshot, out);
   const std::vector<PairPlan> plan = PlanPairs(*lags, *snapshot, findings, series, use);
   AppendGroupSeriesOnThreads(cluster, *lags, plan, series,

@@ -169,6 +169,48 @@ kafka::ConsumerGroup ReadGroup(json::element e) {
   return group;
 }
 
+// A share group: its partitions as rows [topic, partition, start_offset, lag or null].
+void AppendShareGroup(std::string& out, const kafka::ShareGroup& group) {
+  out += "{\"id\":";
+  AppendString(out, group.id);
+  out += ",\"state\":";
+  AppendString(out, group.state);
+  out += ",\"members\":";
+  json::AppendOptional(out, group.members, [](std::string& o, int n) { AppendInt(o, n); });
+  out += ",\"partitions\":[";
+  for (std::size_t i = 0; i < group.partitions.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendPartitionKey(out, group.partitions[i].partition);
+    out += ',';
+    AppendInt(out, group.partitions[i].start_offset);
+    out += ',';
+    AppendOptionalInt(out, group.partitions[i].lag);
+    out += ']';
+  }
+  out += "],\"member_list\":[";
+  AppendMembers(out, group.member_list);
+  out += "],\"offsets_known\":";
+  json::AppendBool(out, group.offsets_known);
+  out += '}';
+}
+
+kafka::ShareGroup ReadShareGroup(json::element e) {
+  const json::object o = json::ReadObject(e, "share_groups[]");
+  kafka::ShareGroup group;
+  group.id = ReadString(Field(o, "id"), "id");
+  group.state = ReadString(Field(o, "state"), "state");
+  group.members = json::ReadOptional(Field(o, "members"), "members", json::ReadInt32);
+  for (const json::element row : ReadArray(Field(o, "partitions"), "partitions")) {
+    const json::array entry = ReadTuple(row, 4, "share_groups[].partitions[]");
+    group.partitions.push_back({ReadPartitionKey(entry, "share_groups[].partitions[]"),
+                                ReadInt(At(entry, 2), "share_groups[].partitions[]"),
+                                ReadOptionalInt(At(entry, 3), "share_groups[].partitions[]")});
+  }
+  group.member_list = ReadMembers(o);
+  group.offsets_known = json::ReadBool(Field(o, "offsets_known"), "offsets_known");
+  return group;
+}
+
 void AppendBootstrap(std::string& out, const kafka::BootstrapIdentity& bootstrap) {
   out += "{\"address\":";
   AppendString(out, bootstrap.address);
@@ -301,7 +343,17 @@ void AppendKafkaSnapshot(std::string& out, const kafka::KafkaSnapshot& snapshot)
     if (i > 0) out += ',';
     AppendGroup(out, snapshot.groups[i]);
   }
-  out += "]}";
+  out += ']';
+  // Only where there are any: traces of clusters without share groups stay as they were.
+  if (!snapshot.share_groups.empty()) {
+    out += ",\"share_groups\":[";
+    for (std::size_t i = 0; i < snapshot.share_groups.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendShareGroup(out, snapshot.share_groups[i]);
+    }
+    out += ']';
+  }
+  out += '}';
 }
 
 kafka::KafkaSnapshot ReadKafkaSnapshot(json::element e) {
@@ -325,6 +377,12 @@ kafka::KafkaSnapshot ReadKafkaSnapshot(json::element e) {
   ReadRecordPositions(o, snapshot);
   for (const json::element item : ReadArray(Field(o, "groups"), "groups")) {
     snapshot.groups.push_back(ReadGroup(item));
+  }
+  json::element share_groups;
+  if (!o["share_groups"].get(share_groups)) {
+    for (const json::element item : ReadArray(share_groups, "share_groups")) {
+      snapshot.share_groups.push_back(ReadShareGroup(item));
+    }
   }
   return snapshot;
 }

@@ -4,6 +4,7 @@
 #include "kafka/offset_fetch_client.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "kafka/group_describe_client.h"
+#include "kafka/share_group_client.h"
 
 namespace {
 
@@ -54,7 +56,10 @@ class FakeBroker {
  public:
   // kKafka4: also ConsumerGroupDescribe v0-v1 (KIP-848), answering each group Stable with one
   // member holding orders/0, but "moving" NOT_COORDINATOR.
-  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3, kWrongCorrelation, kKafka4 };
+  // kKafka43: also share groups: DescribeCluster (itself), ListGroups v5 (share group "sg",
+  // Stable), DescribeShareGroupOffsets v0-v1 (orders/0 at start 5, lag 2; orders/1 without
+  // state) and ShareGroupDescribe v1 (one member holding both partitions).
+  enum class Behaviour { kAnswers, kSilent, kBeforeKafka3, kWrongCorrelation, kKafka4, kKafka43 };
 
   explicit FakeBroker(Behaviour behaviour)
       : behaviour_(behaviour),
@@ -86,6 +91,7 @@ class FakeBroker {
   int find_coordinators() const { return find_coordinators_; }
   int describes() const { return describes_; }
   int version_seen() const { return version_seen_; }
+  int share_requests(int api) const { return share_requests_.at(static_cast<std::size_t>(api)); }
 
  private:
   void Serve(tcp::socket& socket) {
@@ -107,7 +113,16 @@ class FakeBroker {
       Bytes answer;
       answer.insert(answer.end(), request.begin() + 4, request.begin() + 8);  // correlation id
       if (api == 9 && behaviour_ == Behaviour::kWrongCorrelation) ++answer[3];
-      if (api == 18) {  // ApiVersions v0
+      if (api == 18 && behaviour_ == Behaviour::kKafka43) {
+        Put(answer, 0, 2), Put(answer, 6, 4);
+        for (const auto& [key, min, max] : std::vector<std::array<int, 3>>{
+                 {9, 1, 9}, {10, 0, 6}, {16, 0, 5}, {60, 0, 2}, {77, 1, 1}, {90, 0, 1}}) {
+          Put(answer, key, 2), Put(answer, min, 2), Put(answer, max, 2);
+        }
+      } else if (behaviour_ == Behaviour::kKafka43 &&
+                 (api == 60 || api == 16 || api == 90 || api == 77)) {
+        ShareAnswer(api, request, answer);
+      } else if (api == 18) {  // ApiVersions v0
         Put(answer, 0, 2);
         Put(answer, behaviour_ == Behaviour::kKafka4 ? 3 : 2, 4);
         if (behaviour_ == Behaviour::kKafka4)
@@ -193,6 +208,55 @@ class FakeBroker {
     answer.push_back(0);
   }
 
+  void ShareAnswer(int api, const Bytes& request, Bytes& answer) {
+    ++share_requests_.at(static_cast<std::size_t>(api));
+    answer.push_back(0);  // header tags
+    Put(answer, 0, 4);    // throttle
+    if (api == 60) {      // DescribeCluster v0: itself
+      Put(answer, 0, 2), answer.push_back(0);
+      PutCompact(answer, "cluster"), Put(answer, 0, 4);
+      answer.push_back(2), Put(answer, 0, 4), PutCompact(answer, "127.0.0.1"),
+          Put(answer, port_, 4);
+      answer.push_back(0), answer.push_back(0);  // null rack, tags
+      Put(answer, 0x80000000u, 4), answer.push_back(0);
+      return;
+    }
+    if (api == 16) {  // ListGroups v5
+      Put(answer, 0, 2), answer.push_back(2);
+      for (const char* text : {"sg", "share", "Stable", "share"}) PutCompact(answer, text);
+      answer.push_back(0), answer.push_back(0);
+      return;
+    }
+    const int version = (request[2] << 8) | request[3];
+    const std::vector<std::string> groups = Groups(request, 0, api == 90 ? 2 : 0);
+    PutVarint(answer, static_cast<std::uint32_t>(groups.size() + 1));
+    for (const std::string& group : groups) {
+      if (api == 90) {  // DescribeShareGroupOffsets
+        PutCompact(answer, group), answer.push_back(2), PutCompact(answer, "orders");
+        answer.insert(answer.end(), 16, 0x11), answer.push_back(3);
+        for (const std::int64_t start : {std::int64_t{5}, std::int64_t{-1}}) {
+          Put(answer, start == 5 ? 0 : 1, 4), Put(answer, static_cast<std::uint64_t>(start), 8);
+          Put(answer, 0, 4);
+          if (version >= 1) Put(answer, static_cast<std::uint64_t>(start == 5 ? 2 : -1), 8);
+          Put(answer, 0, 2), answer.push_back(0), answer.push_back(0);
+        }
+        answer.push_back(0), Put(answer, 0, 2), answer.push_back(0), answer.push_back(0);
+        continue;
+      }
+      Put(answer, 0, 2), answer.push_back(0);  // ShareGroupDescribe v1
+      PutCompact(answer, group), PutCompact(answer, "Stable");
+      Put(answer, 3, 4), Put(answer, 3, 4), PutCompact(answer, "simple");
+      answer.push_back(2), PutCompact(answer, "m-" + group), answer.push_back(0);
+      Put(answer, 3, 4), PutCompact(answer, "client"), PutCompact(answer, "/127.0.0.1");
+      answer.push_back(2), PutCompact(answer, "orders");  // subscribed
+      answer.push_back(2), answer.insert(answer.end(), 16, 0x11), PutCompact(answer, "orders");
+      answer.push_back(3), Put(answer, 1, 4), Put(answer, 0, 4);
+      answer.push_back(0), answer.push_back(0), answer.push_back(0);  // topic, assignment, member
+      Put(answer, 0x80000000u, 4), answer.push_back(0);
+    }
+    answer.push_back(0);
+  }
+
   // The group names of a FindCoordinator v4 / OffsetFetch v8 / ConsumerGroupDescribe request.
   static std::vector<std::string> Groups(const Bytes& request, std::size_t skip_after_header,
                                          std::size_t skip_after_group = 2) {
@@ -218,6 +282,7 @@ class FakeBroker {
   std::atomic<int> find_coordinators_{0};
   std::atomic<int> describes_{0};
   std::atomic<int> version_seen_{-1};
+  std::array<std::atomic<int>, 128> share_requests_{};  // by API key
   std::atomic<bool> stopping_{false};
   std::thread accepting_;
   std::vector<std::thread> connections_;
@@ -422,4 +487,70 @@ TEST_CASE("consumer group describe: a broker before Kafka 4.0 is unsupported, no
   CHECK_THAT(described.failure, Catch::Contains("predates ConsumerGroupDescribe"));
   CHECK(broker.find_coordinators() == 0);
   CHECK(broker.describes() == 0);
+}
+
+TEST_CASE("share group reader: a broker before share groups is unsupported, not an error",
+          "[kafka][share]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // ConsumerGroupDescribe, but no key 90
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ShareGroupReader reader(options);
+  const auto listed = reader.List(2s, 10s);
+  CHECK(listed.groups.empty());
+  CHECK(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("predates share groups"));
+  const auto described = reader.Describe({"a"}, 2s, 10s);
+  CHECK(described.groups.empty());
+  CHECK(described.unsupported);
+  CHECK(broker.find_coordinators() == 0);
+}
+
+TEST_CASE("share group reader: a silent broker or nothing listening is a bounded failure",
+          "[kafka][share]") {
+  FakeBroker silent(FakeBroker::Behaviour::kSilent);
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {silent.address()};
+  lagsight::kafka::ShareGroupReader reader(options);
+  const auto started = std::chrono::steady_clock::now();
+  const auto listed = reader.List(300ms, 10s);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  CHECK(listed.groups.empty());
+  CHECK_FALSE(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("ApiVersions"));
+
+  options.bootstrap_servers = {"127.0.0.1:1"};
+  lagsight::kafka::ShareGroupReader nowhere(options);
+  CHECK_THAT(nowhere.List(1s, 5s).failure, Catch::Contains("connecting to 127.0.0.1:1"));
+}
+
+TEST_CASE("share group reader: listed by every broker, progress and members from the coordinator",
+          "[kafka][share]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka43);
+  BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ShareGroupReader reader(options);
+  const auto listed = reader.List(2s, 10s);
+  CHECK(listed.failure.empty());
+  REQUIRE(listed.groups.size() == 1);
+  CHECK(listed.groups[0].id == "sg");
+  CHECK(listed.groups[0].state == "stable");
+  const auto described = reader.Describe({"sg"}, 2s, 10s);
+  CHECK(described.failure.empty());
+  CHECK(described.errors.empty());
+  REQUIRE(described.groups.size() == 1);
+  const lagsight::kafka::ShareGroup& group = described.groups[0];
+  REQUIRE(group.partitions.size() == 2);
+  CHECK(group.partitions[0].partition == lagsight::kafka::TopicPartition{"orders", 0});
+  CHECK(group.partitions[0].start_offset == 5);
+  CHECK(group.partitions[0].lag == 2);
+  CHECK(group.partitions[1].start_offset == -1);
+  CHECK_FALSE(group.partitions[1].lag);
+  CHECK(group.members == 1);
+  REQUIRE(group.member_list.size() == 1);
+  CHECK(group.member_list[0].assignment ==
+        std::vector<lagsight::kafka::TopicPartition>{{"orders", 1}, {"orders", 0}});
+  CHECK(broker.share_requests(60) == 1);
+  CHECK(broker.share_requests(16) == 1);
+  CHECK(broker.share_requests(90) == 1);
+  CHECK(broker.share_requests(77) == 1);
 }

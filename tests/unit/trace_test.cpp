@@ -56,6 +56,13 @@ kafka::KafkaSnapshot FullKafkaSnapshot() {
   snapshot.record_timestamp_cache_entries = 42;
   snapshot.requested_at = 1'765'000'000.1234567;
   snapshot.markers_only[{{"orders.v2", 0}, 99, true}] = 100;
+  kafka::ShareGroup share;
+  share.id = "queue";
+  share.state = "stable";
+  share.members = 1;
+  share.partitions = {{{"orders", 0}, 15, 3}, {{"orders", 1}, -1, std::nullopt}};
+  share.member_list = {{"m", "c", "/h", "", {{"orders", 0}, {"orders", 1}}}};
+  snapshot.share_groups = {share, kafka::ShareGroup{"broken", "empty", {}, false, {}, {}}};
   return snapshot;
 }
 
@@ -162,6 +169,16 @@ TEST_CASE("trace: a Kafka snapshot with every field set round-trips byte for byt
   CHECK(kafka.snapshot->record_timestamps == snapshot.record_timestamps);
   CHECK(kafka.snapshot->markers_only == snapshot.markers_only);
   CHECK(kafka.snapshot->record_timestamp_fetches_total == snapshot.record_timestamp_fetches_total);
+  REQUIRE(kafka.snapshot->share_groups.size() == 2);
+  CHECK(kafka.snapshot->share_groups[0].partitions[0].lag == 3);
+  CHECK_FALSE(kafka.snapshot->share_groups[0].partitions[1].lag);
+  CHECK(kafka.snapshot->share_groups[0].member_list == snapshot.share_groups[0].member_list);
+  CHECK_FALSE(kafka.snapshot->share_groups[1].offsets_known);
+  // Without share groups the line has no share_groups field: older traces read as before.
+  kafka::KafkaSnapshot without = snapshot;
+  without.share_groups.clear();
+  CHECK(trace::FormatKafkaEvent("prod", 1, true, &without).find("share_groups") ==
+        std::string::npos);
   const std::string failed = trace::FormatKafkaEvent("prod", 2, false, nullptr);
   CHECK(RoundTrip(failed) == failed);
 }

@@ -1,0 +1,316 @@
+#include "kafka/share_wire.h"
+
+#include <algorithm>
+
+#include "kafka/wire_codec.h"
+
+namespace lagsight::kafka::wire {
+namespace {
+
+using detail::Header;
+using detail::Reader;
+using detail::ReadHeader;
+using detail::Truncated;
+using detail::Writer;
+
+// The smallest encoding of each repeated element, for the counts' checks.
+constexpr std::size_t kBrokerBytes = 11;       // id, empty host, port, null rack, no tags
+constexpr std::size_t kListedGroupBytes = 5;   // four empty strings, no tags
+constexpr std::size_t kShareGroupBytes = 6;    // empty id, no topics, error, null message, tags
+constexpr std::size_t kShareTopicBytes = 19;   // empty name, id, no partitions, no tags
+constexpr std::size_t kSharePartitionV0 = 20;  // index, start, epoch, error, null message, tags
+constexpr std::size_t kLagBytes = 8;
+constexpr std::size_t kUuidBytes = 16;
+
+Error AnsweredError(const char* api, std::int16_t code, std::string_view message) {
+  return Error{std::string(api) + " answered error code " + std::to_string(code) +
+               (message.empty() ? "" : ": " + std::string(message))};
+}
+
+}  // namespace
+
+Bytes DescribeClusterRequest(std::int32_t correlation_id, std::string_view client_id) {
+  Writer writer =
+      Header(kDescribeCluster, kDescribeClusterVersion, correlation_id, client_id, true);
+  writer.Bool(false);  // include_cluster_authorized_operations
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+Bytes ListGroupsRequest(std::int32_t correlation_id, std::string_view client_id,
+                        const std::vector<std::string_view>& types) {
+  Writer writer = Header(kListGroups, kListGroupsTypesVersion, correlation_id, client_id, true);
+  writer.CompactArrayLength(0);  // states_filter: every state
+  writer.CompactArrayLength(types.size());
+  for (std::string_view type : types) writer.CompactString(type);
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+Bytes DescribeShareGroupOffsetsRequest(std::int32_t correlation_id, std::string_view client_id,
+                                       std::int16_t version,
+                                       const std::vector<std::string_view>& groups) {
+  Writer writer = Header(kDescribeShareGroupOffsets, version, correlation_id, client_id, true);
+  writer.CompactArrayLength(groups.size());
+  for (std::string_view group : groups) {
+    writer.CompactString(group);
+    writer.NullCompactArray();  // topics: every partition the group has state on
+    writer.NoTaggedFields();
+  }
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+Bytes ShareGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
+                                const std::vector<std::string_view>& groups) {
+  Writer writer =
+      Header(kShareGroupDescribe, kShareGroupDescribeVersion, correlation_id, client_id, true);
+  writer.CompactArrayLength(groups.size());
+  for (std::string_view group : groups) writer.CompactString(group);
+  writer.Bool(false);  // include_authorized_operations
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::uint8_t> payload,
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_brokers) {
+  Reader reader(payload);
+  if (auto error = ReadHeader(reader, correlation_id, true, "DescribeCluster")) return *error;
+  reader.Int32();  // throttle_time_ms
+  const std::int16_t error_code = reader.Int16();
+  const std::string error_message(reader.CompactString());
+  reader.CompactString();  // cluster_id
+  reader.Int32();          // controller_id
+  const std::int64_t count = reader.CompactArrayLength(kBrokerBytes);
+  if (count > static_cast<std::int64_t>(max_brokers)) {
+    return Error{"DescribeCluster response: " + std::to_string(count) + " brokers, more than " +
+                 std::to_string(max_brokers)};
+  }
+  std::vector<Broker> brokers;
+  brokers.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
+    Broker broker;
+    broker.node_id = reader.Int32();
+    broker.host = reader.CompactString();
+    broker.port = reader.Int32();
+    reader.CompactString();  // rack
+    reader.SkipTaggedFields();
+    brokers.push_back(std::move(broker));
+  }
+  reader.Int32();  // cluster_authorized_operations
+  reader.SkipTaggedFields();
+  if (!reader.ok()) return Truncated("DescribeCluster");
+  if (error_code != 0) return AnsweredError("DescribeCluster", error_code, error_message);
+  return brokers;
+}
+
+Result<std::vector<ListedGroup>> ParseListGroupsResponse(std::span<const std::uint8_t> payload,
+                                                         std::int32_t correlation_id,
+                                                         std::size_t max_groups) {
+  Reader reader(payload);
+  if (auto error = ReadHeader(reader, correlation_id, true, "ListGroups")) return *error;
+  reader.Int32();  // throttle_time_ms
+  const std::int16_t error_code = reader.Int16();
+  const std::int64_t count = reader.CompactArrayLength(kListedGroupBytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"ListGroups response: " + std::to_string(count) + " groups, more than " +
+                 std::to_string(max_groups)};
+  }
+  std::vector<ListedGroup> groups;
+  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
+    ListedGroup group;
+    group.group = reader.CompactString();
+    group.protocol_type = reader.CompactString();
+    group.state = reader.CompactString();
+    group.type = reader.CompactString();
+    reader.SkipTaggedFields();
+    groups.push_back(std::move(group));
+  }
+  reader.SkipTaggedFields();
+  if (!reader.ok()) return Truncated("ListGroups");
+  if (error_code != 0) return AnsweredError("ListGroups", error_code, {});
+  return groups;
+}
+
+namespace {
+
+// One topic of a DescribeShareGroupOffsets answer; an error for a name Kafka would not allow.
+std::optional<Error> ReadShareTopic(Reader& reader, std::int16_t version,
+                                    ShareOffsetsTopic& topic) {
+  const std::string_view name = reader.CompactString();
+  if (reader.ok() && (name.empty() || name.size() > kMaxTopicNameLength)) {
+    return Error{"DescribeShareGroupOffsets response: a topic name of " +
+                 std::to_string(name.size()) + " characters (Kafka allows 1 to " +
+                 std::to_string(kMaxTopicNameLength) + ")"};
+  }
+  topic.name = name;
+  reader.Skip(kUuidBytes);  // topic_id: lagsight names topics
+  const std::int64_t count =
+      reader.CompactArrayLength(kSharePartitionV0 + (version >= 1 ? kLagBytes : 0));
+  topic.partitions.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t p = 0; reader.ok() && p < count; ++p) {
+    SharePartitionOffset& partition = topic.partitions.emplace_back();
+    partition.partition = reader.Int32();
+    partition.start_offset = reader.Int64();
+    reader.Int32();  // leader_epoch
+    if (version >= 1) partition.lag = reader.Int64();
+    partition.error_code = reader.Int16();
+    reader.CompactString();  // error_message
+    reader.SkipTaggedFields();
+  }
+  reader.SkipTaggedFields();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<ShareGroupOffsets>> ParseDescribeShareGroupOffsetsResponse(
+    std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::int16_t version,
+    std::size_t max_groups) {
+  Reader reader(payload);
+  if (auto error = ReadHeader(reader, correlation_id, true, "DescribeShareGroupOffsets")) {
+    return *error;
+  }
+  reader.Int32();  // throttle_time_ms
+  const std::int64_t count = reader.CompactArrayLength(kShareGroupBytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"DescribeShareGroupOffsets response: " + std::to_string(count) +
+                 " groups, asked for " + std::to_string(max_groups)};
+  }
+  std::vector<ShareGroupOffsets> groups;
+  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t g = 0; reader.ok() && g < count; ++g) {
+    ShareGroupOffsets& group = groups.emplace_back();
+    group.group = reader.CompactString();
+    const std::int64_t topics = reader.CompactArrayLength(kShareTopicBytes);
+    group.topics.reserve(static_cast<std::size_t>(std::max<std::int64_t>(topics, 0)));
+    for (std::int64_t t = 0; reader.ok() && t < topics; ++t) {
+      if (auto error = ReadShareTopic(reader, version, group.topics.emplace_back())) return *error;
+    }
+    group.error_code = reader.Int16();
+    group.error_message = reader.CompactString();
+    reader.SkipTaggedFields();
+  }
+  reader.SkipTaggedFields();
+  if (!reader.ok()) return Truncated("DescribeShareGroupOffsets");
+  return groups;
+}
+
+namespace {
+
+// A group with empty strings, no members, no tags; a member likewise with an empty assignment;
+// an assigned topic: its id, an empty name, no partitions, no tags.
+constexpr std::size_t kShareDescribedGroupBytes = 20;
+constexpr std::size_t kShareMemberBytes = 13;
+constexpr std::size_t kAssignedTopicBytes = 19;
+
+// Decodes a ShareGroupDescribe answer, charging what it decodes against a budget of bytes: the
+// first failure sticks.
+class ShareDescribeDecoder {
+ public:
+  ShareDescribeDecoder(std::span<const std::uint8_t> payload, std::size_t budget)
+      : reader_(payload), budget_(budget), limit_(budget) {}
+
+  Reader& reader() { return reader_; }
+  const std::optional<Error>& failure() const { return failure_; }
+  bool Fine() const { return reader_.ok() && !failure_; }
+
+  DescribedShareGroup Group() {
+    DescribedShareGroup group;
+    group.error_code = reader_.Int16();
+    group.error_message = Charged(reader_.CompactString());
+    group.group = Charged(reader_.CompactString());
+    group.state = Charged(reader_.CompactString());
+    reader_.Int32();          // group_epoch
+    reader_.Int32();          // assignment_epoch
+    reader_.CompactString();  // assignor_name
+    const std::int64_t count = reader_.CompactArrayLength(kShareMemberBytes);
+    const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+    Charge(members * sizeof(GroupMember));  // before reserving
+    if (Fine()) group.members.reserve(members);
+    for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member());
+    reader_.Int32();  // authorized_operations
+    reader_.SkipTaggedFields();
+    return group;
+  }
+
+ private:
+  void Charge(std::size_t bytes) {
+    if (bytes > budget_ && !failure_) {
+      failure_ = Error{"ShareGroupDescribe response: decoded, it would take more than " +
+                       std::to_string(limit_) + " bytes"};
+    }
+    budget_ = bytes > budget_ ? 0 : budget_ - bytes;
+  }
+  std::string Charged(std::string_view text) {
+    Charge(text.size());
+    return std::string(text);
+  }
+
+  GroupMember Member() {
+    GroupMember member;
+    member.member_id = Charged(reader_.CompactString());
+    reader_.CompactString();  // rack_id
+    reader_.Int32();          // member_epoch
+    member.client_id = Charged(reader_.CompactString());
+    member.host = Charged(reader_.CompactString());
+    const std::int64_t subscribed = reader_.CompactArrayLength(1);
+    for (std::int64_t t = 0; reader_.ok() && t < subscribed; ++t) reader_.CompactString();
+    Assignment(member.assignment);
+    reader_.SkipTaggedFields();
+    return member;
+  }
+
+  void Assignment(std::vector<TopicPartition>& out) {
+    const std::int64_t topics = reader_.CompactArrayLength(kAssignedTopicBytes);
+    for (std::int64_t t = 0; Fine() && t < topics; ++t) {
+      reader_.Skip(kUuidBytes);  // topic_id: lagsight names topics
+      const std::string_view name = reader_.CompactString();
+      if (reader_.ok() && (name.empty() || name.size() > kMaxTopicNameLength) && !failure_) {
+        failure_ =
+            Error{"ShareGroupDescribe response: a topic name of " + std::to_string(name.size()) +
+                  " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")"};
+      }
+      const std::int64_t partitions = reader_.CompactArrayLength(4);
+      for (std::int64_t p = 0; Fine() && p < partitions; ++p) {
+        const std::int32_t partition = reader_.Int32();
+        Charge(sizeof(TopicPartition) + name.size());
+        if (Fine()) out.push_back(TopicPartition{std::string(name), partition});
+      }
+      reader_.SkipTaggedFields();
+    }
+    reader_.SkipTaggedFields();
+  }
+
+  Reader reader_;
+  std::size_t budget_;
+  std::size_t limit_;
+  std::optional<Error> failure_;
+};
+
+}  // namespace
+
+Result<std::vector<DescribedShareGroup>> ParseShareGroupDescribeResponse(
+    std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::size_t max_groups,
+    std::size_t max_decoded_bytes) {
+  ShareDescribeDecoder decoder(payload, max_decoded_bytes);
+  Reader& reader = decoder.reader();
+  if (auto error = ReadHeader(reader, correlation_id, true, "ShareGroupDescribe")) return *error;
+  reader.Int32();  // throttle_time_ms
+  const std::int64_t count = reader.CompactArrayLength(kShareDescribedGroupBytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{"ShareGroupDescribe response: " + std::to_string(count) + " groups, asked for " +
+                 std::to_string(max_groups)};
+  }
+  std::vector<DescribedShareGroup> groups;
+  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t g = 0; decoder.Fine() && g < count; ++g) groups.push_back(decoder.Group());
+  reader.SkipTaggedFields();
+  if (decoder.failure()) return *decoder.failure();
+  if (!reader.ok()) return Truncated("ShareGroupDescribe");
+  return groups;
+}
+
+}  // namespace lagsight::kafka::wire

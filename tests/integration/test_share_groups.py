@@ -1,0 +1,273 @@
+"""Share groups (KIP-932) on a real Kafka 4.3.2 broker: listed with kind "share", their start offset
+and lag per partition as Kafka's own ``kafka-share-groups.sh --describe`` reports them.
+
+librdkafka 2.0.2 (lagsight's client) lists groups with ListGroups v4, which Kafka 4.3.2 answers
+without share groups; lagsight lists them itself (ListGroups v5, types ["share"]) and reads their
+progress with DescribeShareGroupOffsets (v1 on 4.3: the coordinator's lag). Ground truth is
+ShareGroupCommand, read before and after lagsight's scrape (the two reads must agree). The share
+group must appear in no consumer group series: it has no committed offsets.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import kafka_broker as kafka
+import promtext
+import workload
+from conftest import _register_log_for_failures
+from kafka_broker import KafkaBroker
+
+KAFKA_VERSION = "4.3.2"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+OFFSETS_HEADER = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+STATE_HEADER = ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
+# Families that may name a share group; every other series with its group label is a misreading.
+SHARE_FAMILIES = {"lagsight_kafka_group_info", "lagsight_kafka_group_members",
+                  "lagsight_kafka_group_member_info",
+                  "lagsight_kafka_group_member_assigned_partitions",
+                  "lagsight_kafka_share_group_start_offset",
+                  "lagsight_kafka_share_group_lag_records"}
+MEMBERS_HEADER = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+
+
+def tool(main_class: str, *args: str, timeout: float = 90.0) -> str:
+    """One of Kafka 4.3.2's CLI classes (kafka.run_kafka_tool runs the default release's)."""
+    result = subprocess.run(["java", *kafka.TOOL_JVM_OPTIONS, "-cp",
+                             kafka.kafka_classpath(KAFKA_VERSION), main_class, *args],
+                            capture_output=True, text=True, timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{main_class} {' '.join(args)} exited {result.returncode}:\n"
+                           f"{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def table(output: str, header: list[str]) -> list[list[str]]:
+    """The rows under ``header``, refusing any other header or row shape."""
+    rows, seen = [], False
+    for line in output.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "GROUP":
+            assert fields == header, f"unexpected header {fields}"
+            seen = True
+        elif seen:
+            assert len(fields) == len(header), f"unexpected line {line!r}"
+            rows.append(fields)
+    assert seen, f"no table in {output!r}"
+    return rows
+
+
+def tool_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """(topic, partition) -> (start offset, lag) as ShareGroupCommand --describe shows them."""
+    rows = table(tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe",
+                      "--group", group), OFFSETS_HEADER)
+    return {(topic, int(partition)): (None if start == "-" else int(start),
+                                      None if lag == "-" else int(lag))
+            for row_group, topic, partition, start, lag in rows if row_group == group}
+
+
+def tool_state(bootstrap: str, group: str) -> tuple[str, int]:
+    """(state, member count) as ShareGroupCommand --describe --state shows them."""
+    rows = table(tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe",
+                      "--group", group, "--state"), STATE_HEADER)
+    assert len(rows) == 1 and rows[0][0] == group, rows
+    return rows[0][3], int(rows[0][4])
+
+
+def tool_members(bootstrap: str, group: str) -> dict[str, tuple[str, str, frozenset]]:
+    """member id -> (host, client id, {(topic, partition)}) from --describe --members."""
+    output = tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--group",
+                  group, "--members")
+    # Before its first member joins the group does not exist yet; after the last left, it is empty.
+    if "has no active members" in output or "GroupIdNotFoundException" in output:
+        return {}
+    members = {}
+    # A member assigned nothing has an empty ASSIGNMENT column: five fields.
+    padded = "\n".join(line + " -" if len(line.split()) == len(MEMBERS_HEADER) - 1 else line
+                        for line in output.splitlines())
+    for row_group, member, host, client, count, assignment in table(padded, MEMBERS_HEADER):
+        pairs = set()
+        for part in ([] if assignment == "-" else assignment.split(";")):
+            topic, _, partitions = part.rpartition(":")
+            pairs.update((topic, int(p)) for p in partitions.split(",") if p)
+        assert int(count) == len(pairs), (member, assignment)
+        if row_group == group:
+            members[member] = (host, client, frozenset(pairs))
+    return members
+
+
+def consume_and_exit(bootstrap: str, topic: str, group: str, records: int) -> None:
+    """A console share consumer that takes ``records`` records (acknowledging them) and leaves."""
+    tool(CONSOLE_SHARE_CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--group",
+         group, "--max-messages", str(records), "--timeout-ms", "30000")
+
+
+def read_from_earliest(bootstrap: str, group: str) -> None:
+    """share.auto.offset.reset=earliest: the group starts at the records already produced."""
+    tool(kafka.CONFIG_COMMAND, "--bootstrap-server", bootstrap, "--alter", "--entity-type",
+         "groups", "--entity-name", group, "--add-config", "share.auto.offset.reset=earliest")
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-share"), kafka_version=KAFKA_VERSION) as broker:
+        yield broker
+
+
+@pytest.fixture
+def broker(share_broker: KafkaBroker, request: pytest.FixtureRequest) -> KafkaBroker:
+    _register_log_for_failures(request, "kafka 4.3.2 broker log", share_broker.log_file)
+    return share_broker
+
+
+def series_naming(metrics: promtext.Samples, group: str) -> set[str]:
+    return {name for name, labels in metrics if ("group", group) in labels}
+
+
+def test_share_group_listed_with_tool_progress(broker, start_lagsight, unique_prefix):
+    """A share group that acknowledged 25 of 60 records and left: listed with kind "share" and the
+    tool's state, start offset and lag per partition (the coordinator's lag), in no consumer group
+    series; a consumer group beside it is read as before."""
+    bootstrap, prefix = broker.bootstrap, unique_prefix
+    topic, group, classic = f"{prefix}-orders", f"{prefix}-share", f"{prefix}-classic"
+    workload.create_topic(bootstrap, topic, 3)
+    workload.produce(bootstrap, topic, [10, 20, 30])
+    workload.commit_without_joining(bootstrap, classic, {(topic, 0): 4})
+    read_from_earliest(bootstrap, group)
+    consume_and_exit(bootstrap, topic, group, 25)
+    lagsight = start_lagsight(bootstrap)
+
+    before = tool_offsets(bootstrap, group)
+    state, member_count = tool_state(bootstrap, group)
+    assert before, "the tool shows no partition of the share group"
+    metrics = lagsight.wait_for_fresh_poll(time.time())
+    assert tool_offsets(bootstrap, group) == before, "the share group moved meanwhile"
+
+    cluster = lagsight.cluster
+    info = promtext.select(metrics, "lagsight_kafka_group_info", kafka_cluster=cluster,
+                           group=group)
+    assert [dict(labels)["kind"] for labels in info] == ["share"]
+    assert [dict(labels)["state"] for labels in info] == [state.lower()]
+    assert list(promtext.select(metrics, "lagsight_kafka_group_members", kafka_cluster=cluster,
+                                group=group).values()) == [member_count]
+    starts = {(dict(labels)["topic"], int(dict(labels)["partition"])): int(value)
+              for labels, value in promtext.select(
+                  metrics, "lagsight_kafka_share_group_start_offset", kafka_cluster=cluster,
+                  group=group).items()}
+    lags = {(dict(labels)["topic"], int(dict(labels)["partition"]), dict(labels)["source"]):
+            int(value)
+            for labels, value in promtext.select(
+                metrics, "lagsight_kafka_share_group_lag_records", kafka_cluster=cluster,
+                group=group).items()}
+    assert starts == {tp: start for tp, (start, _) in before.items() if start is not None}
+    assert lags == {(*tp, "coordinator"): lag for tp, (_, lag) in before.items()
+                    if lag is not None}
+    assert series_naming(metrics, group) <= SHARE_FAMILIES
+    # Its topic's log offsets are read, as for a consumer group's topics.
+    assert promtext.by_partition(metrics, "lagsight_kafka_partition_latest_offset",
+                                 kafka_cluster=cluster, topic=topic) == {0: 10, 1: 20, 2: 30}
+    classic_info = promtext.select(metrics, "lagsight_kafka_group_info", kafka_cluster=cluster,
+                                   group=classic)
+    assert [dict(labels)["kind"] for labels in classic_info] == ["simple"]
+    assert list(promtext.select(metrics, "lagsight_kafka_group_max_lag_records",
+                                kafka_cluster=cluster, group=classic).values()) == [6]
+    log = lagsight.log_file.read_text()
+    assert "share groups are not read" not in log
+    assert not [line for line in log.splitlines()
+                if ("ListGroups" in line or "DescribeShareGroupOffsets" in line)
+                and "level=debug" not in line]
+
+
+def test_share_group_filtered_out_is_not_read(broker, start_lagsight, unique_prefix):
+    """The group filter applies to share groups as to consumer groups."""
+    bootstrap, prefix = broker.bootstrap, unique_prefix
+    topic, group = f"{prefix}-orders", f"{prefix}-share"
+    workload.create_topic(bootstrap, topic, 1)
+    workload.produce(bootstrap, topic, [5])
+    read_from_earliest(bootstrap, group)
+    consume_and_exit(bootstrap, topic, group, 5)
+    lagsight = start_lagsight(bootstrap, groups={"deny": [f"{prefix}-.*"]})
+    metrics = lagsight.wait_for_fresh_poll(time.time())
+    assert series_naming(metrics, group) == set()
+
+
+def test_share_group_members_equal_tool(broker, start_lagsight, unique_prefix):
+    """A share consumer still running: the group stable, its member (id, client id, host) and the
+    partitions it is assigned exported as ``--describe --members`` shows them."""
+    bootstrap, prefix = broker.bootstrap, unique_prefix
+    topic, group, client = f"{prefix}-orders", f"{prefix}-share", f"{prefix}-client"
+    workload.create_topic(bootstrap, topic, 2)
+    workload.produce(bootstrap, topic, [3, 4])
+    read_from_earliest(bootstrap, group)
+    consumer = subprocess.Popen(
+        ["java", *kafka.TOOL_JVM_OPTIONS, "-cp", kafka.kafka_classpath(KAFKA_VERSION),
+         CONSOLE_SHARE_CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--group",
+         group, "--consumer-property", f"client.id={client}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lagsight = start_lagsight(bootstrap)
+        members: dict = {}
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            members = tool_members(bootstrap, group)
+            held = [tp for _, _, pairs in members.values() for tp in pairs]
+            if len(members) == 1 and sorted(held) == [(topic, 0), (topic, 1)]:
+                break
+            time.sleep(1)
+        assert len(members) == 1, f"the share consumer did not join: {members}"
+        metrics = lagsight.wait_for_fresh_poll(time.time())
+        assert tool_members(bootstrap, group) == members, "the group moved meanwhile"
+        state, _ = tool_state(bootstrap, group)
+    finally:
+        consumer.terminate()
+        consumer.wait(30)
+    cluster = lagsight.cluster
+    info = promtext.select(metrics, "lagsight_kafka_group_info", kafka_cluster=cluster,
+                           group=group)
+    assert [(dict(labels)["kind"], dict(labels)["state"]) for labels in info] == [
+        ("share", state.lower())]
+    exported = {dict(labels)["member_id"]: (dict(labels)["host"], dict(labels)["client_id"])
+                for labels in promtext.select(metrics, "lagsight_kafka_group_member_info",
+                                              kafka_cluster=cluster, group=group)}
+    assert exported == {member: (host, client_id)
+                        for member, (host, client_id, _) in members.items()}
+    assigned = {(dict(labels)["member_id"], dict(labels)["topic"]): value
+                for labels, value in promtext.select(
+                    metrics, "lagsight_kafka_group_member_assigned_partitions",
+                    kafka_cluster=cluster, group=group).items()}
+    assert assigned == {(member, topic): len(pairs) for member, (_, _, pairs) in members.items()}
+    assert list(promtext.select(metrics, "lagsight_kafka_group_members", kafka_cluster=cluster,
+                                group=group).values()) == [1]
+    assert series_naming(metrics, group) <= SHARE_FAMILIES
+
+
+@pytest.fixture(scope="module")
+def old_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """Kafka 3.9.1: no share groups, no DescribeShareGroupOffsets."""
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-3.9.1"), kafka_version="3.9.1") as broker:
+        yield broker
+
+
+def test_broker_without_share_groups_said_once(old_broker, start_lagsight, request):
+    """A broker before share groups: lagsight says so once in the log, counts no partial error,
+    and reads its consumer groups as before, poll after poll."""
+    _register_log_for_failures(request, "kafka 3.9.1 broker log", old_broker.log_file)
+    lagsight = start_lagsight(old_broker.bootstrap)
+    first = lagsight.wait_for_fresh_poll(time.time())
+    metrics = lagsight.wait_for_fresh_poll(lagsight.last_poll(first))
+    assert list(promtext.select(metrics, "lagsight_kafka_poll_partial_errors",
+                                kafka_cluster=lagsight.cluster).values()) == [0]
+    assert list(promtext.select(metrics, "lagsight_kafka_up",
+                                kafka_cluster=lagsight.cluster).values()) == [1]
+    said = [line for line in lagsight.log_file.read_text().splitlines()
+            if "share groups are not read" in line]
+    assert len(said) == 1, said
+    assert "predates share groups" in said[0] and "level=info" in said[0]
