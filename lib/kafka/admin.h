@@ -22,8 +22,9 @@ namespace lagsight::kafka {
 
 struct GroupListing {
   std::string id;
-  std::string state;    // snake case, "unknown" where the client cannot name it
-  bool simple = false;  // empty protocol type: offsets committed without membership
+  std::string state;     // snake case, "unknown" where the client cannot name it
+  bool simple = false;   // empty protocol type: offsets committed without membership
+  bool streams = false;  // a streams group (KIP-1071), listed by KafkaAdmin::ListStreamsGroups
 };
 
 struct GroupDescription {
@@ -49,6 +50,14 @@ struct ConsumerGroupDescriptions {
   std::vector<GroupDescription> groups;
   // Why some groups went unanswered (a connection failed, the time ran out); empty when every
   // group was answered, and when the client or the broker cannot describe such groups at all.
+  std::string failure;
+};
+
+// The streams groups (KIP-1071) of a cluster.
+struct StreamsGroupListings {
+  std::vector<GroupListing> groups;  // each with `streams` set
+  // Why some brokers' groups are missing; empty when every broker answered, and when the client
+  // or the cluster cannot list streams groups at all.
   std::string failure;
 };
 
@@ -88,6 +97,19 @@ class KafkaAdmin {
   // is bounded by `request_timeout`, all of them by `total_timeout`. By default none is
   // described: a client without ConsumerGroupDescribe leaves such groups without members.
   virtual ConsumerGroupDescriptions DescribeConsumerGroups(
+      const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
+      std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+
+  // Streams groups (KIP-1071: Kafka Streams with group.protocol=streams), which ListGroups leaves
+  // out, and their members and the partitions of their active tasks, as DescribeConsumerGroups
+  // answers for KIP-848 groups. By default none: a client without them sees no streams group.
+  virtual StreamsGroupListings ListStreamsGroups(std::chrono::milliseconds /*request_timeout*/,
+                                                 std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+  virtual ConsumerGroupDescriptions DescribeStreamsGroups(
       const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
       std::chrono::milliseconds /*total_timeout*/) {
     return {};

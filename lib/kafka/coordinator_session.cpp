@@ -336,6 +336,21 @@ asio::awaitable<void> CoordinatorSession::Locate() {
 
 void CoordinatorSession::Run(std::chrono::milliseconds total_timeout) {
   asio::co_spawn(io_, Locate(), Completion("FindCoordinator"));
+  RunFor(total_timeout);
+}
+
+void CoordinatorSession::RunOnEach(const std::vector<std::string>& servers,
+                                   std::chrono::milliseconds total_timeout) {
+  for (const std::string& server : servers) {
+    auto work = std::make_shared<CoordinatorWork>();
+    work->address = ParseAddress(server);
+    work->batches.emplace_back();
+    asio::co_spawn(io_, Drain(std::move(work)), Completion(api_));
+  }
+  RunFor(total_timeout);
+}
+
+void CoordinatorSession::RunFor(std::chrono::milliseconds total_timeout) {
   io_.run_for(total_timeout);
   // Still running at the deadline: the pending coroutines are dropped with the io_context, and
   // whatever they had not answered stays unanswered.

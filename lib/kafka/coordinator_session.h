@@ -78,6 +78,10 @@ class CoordinatorSession {
 
   // Locates the coordinators of `ids` and sends every batch, within `total_timeout`.
   void Run(std::chrono::milliseconds total_timeout);
+  // Sends one batch, of no group (empty indices), to each of `servers` ("host:port"), within
+  // `total_timeout`: for requests every broker answers for the groups it coordinates
+  // (ListGroups).
+  void RunOnEach(const std::vector<std::string>& servers, std::chrono::milliseconds total_timeout);
 
   // Keeps the first failure: the one that explains the others.
   void Fail(std::string failure);
@@ -119,6 +123,7 @@ class CoordinatorSession {
   boost::asio::awaitable<void> Drain(std::shared_ptr<CoordinatorWork> work);
   boost::asio::awaitable<std::optional<BrokerConnection>> OpenBootstrap();
   boost::asio::awaitable<void> Locate();
+  void RunFor(std::chrono::milliseconds total_timeout);
 
   const BatchedOffsetFetcherOptions& options_;
   TlsContext* tls_;  // null: PLAINTEXT

@@ -35,6 +35,7 @@
 #include "kafka/offset_fetch_client.h"
 #include "kafka/rdkafka_client.h"
 #include "kafka/record_timestamp_reader.h"
+#include "kafka/streams_group_lister.h"
 
 namespace lagsight::kafka {
 
@@ -51,6 +52,12 @@ class RdKafkaAdmin final : public KafkaAdmin {
   ConsumerGroupDescriptions DescribeConsumerGroups(
       const std::vector<std::string>& ids, std::chrono::milliseconds request_timeout,
       std::chrono::milliseconds total_timeout) override;
+  // Through StreamsGroupLister and a ConsumerGroupDescriber speaking StreamsGroupDescribe.
+  StreamsGroupListings ListStreamsGroups(std::chrono::milliseconds request_timeout,
+                                         std::chrono::milliseconds total_timeout) override;
+  ConsumerGroupDescriptions DescribeStreamsGroups(const std::vector<std::string>& ids,
+                                                  std::chrono::milliseconds request_timeout,
+                                                  std::chrono::milliseconds total_timeout) override;
   // Defined in rdkafka_committed_offsets.cpp, with ReadBatched, LogBatchedState and ReadPerGroup.
   std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
       const std::vector<std::string>& ids, int max_in_flight,
@@ -102,6 +109,11 @@ class RdKafkaAdmin final : public KafkaAdmin {
                     std::chrono::steady_clock::time_point deadline,
                     std::vector<Result<CommittedOffsets>>& results);
 
+  // `described`, with a broker's lack of the describe API said once (in `said`, as last logged)
+  // instead of failed each poll.
+  ConsumerGroupDescriptions Unsupported(DescribedGroups described, const char* kinds,
+                                        std::string& said);
+
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
 
@@ -127,6 +139,10 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // PLAINTEXT or TLS as the batched fetch speaks them; null otherwise (none is described).
   std::unique_ptr<ConsumerGroupDescriber> describer_;
   std::string describer_unsupported_;  // why the broker cannot describe them, as last logged
+  // Lists and describes streams groups, under the same conditions as describer_.
+  std::unique_ptr<StreamsGroupLister> streams_lister_;
+  std::unique_ptr<ConsumerGroupDescriber> streams_describer_;
+  std::string streams_unsupported_;  // why the cluster cannot list or describe them, as logged
 };
 
 }  // namespace lagsight::kafka

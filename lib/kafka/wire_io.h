@@ -1,0 +1,179 @@
+// The byte-level reading and writing that the Kafka codecs share (wire.cpp, wire_streams.cpp):
+// Writer appends a request frame (big-endian integers, varints, compact strings and arrays) and
+// patches in its size; Reader reads an answer's payload and fails, stickily, on the first read
+// past its end, so a decoder checks ok() once at the end. Internal to the codecs.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "kafka/wire.h"
+
+namespace lagsight::kafka::wire {
+
+// Appends big-endian integers, varints and strings; the frame's size is patched in at the end.
+class Writer {
+ public:
+  Writer() { bytes_.resize(4); }
+
+  void Int8(std::int8_t value) { bytes_.push_back(static_cast<std::uint8_t>(value)); }
+  void Bool(bool value) { bytes_.push_back(value ? 1 : 0); }
+  void Int16(std::int16_t value) { Big(static_cast<std::uint16_t>(value), 2); }
+  void Int32(std::int32_t value) { Big(static_cast<std::uint32_t>(value), 4); }
+  void UVarint(std::uint32_t value) {
+    while (value >= 0x80) {
+      bytes_.push_back(static_cast<std::uint8_t>(value | 0x80));
+      value >>= 7;
+    }
+    bytes_.push_back(static_cast<std::uint8_t>(value));
+  }
+  // NULLABLE_STRING of the non-flexible headers: int16 length.
+  void String(std::string_view text) {
+    Int16(static_cast<std::int16_t>(text.size()));
+    bytes_.insert(bytes_.end(), text.begin(), text.end());
+  }
+  // COMPACT_STRING: length + 1 as an unsigned varint.
+  void CompactString(std::string_view text) {
+    UVarint(static_cast<std::uint32_t>(text.size()) + 1);
+    bytes_.insert(bytes_.end(), text.begin(), text.end());
+  }
+  void CompactArrayLength(std::size_t count) { UVarint(static_cast<std::uint32_t>(count) + 1); }
+  void NullCompactArray() { UVarint(0); }
+  void NoTaggedFields() { UVarint(0); }
+
+  Bytes Frame() && {
+    const auto size = static_cast<std::uint32_t>(bytes_.size() - 4);
+    for (int i = 0; i < 4; ++i) bytes_[i] = static_cast<std::uint8_t>(size >> (24 - 8 * i));
+    return std::move(bytes_);
+  }
+
+ private:
+  void Big(std::uint32_t value, int width) {
+    for (int i = width - 1; i >= 0; --i)
+      bytes_.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+  }
+  Bytes bytes_;
+};
+
+// Request header v1 (ApiVersions v0) or v2 (flexible requests: a tag buffer follows).
+inline Writer Header(std::int16_t api_key, std::int16_t version, std::int32_t correlation_id,
+                     std::string_view client_id, bool flexible) {
+  Writer writer;
+  writer.Int16(api_key);
+  writer.Int16(version);
+  writer.Int32(correlation_id);
+  writer.String(client_id.substr(0, std::numeric_limits<std::int16_t>::max()));
+  if (flexible) writer.NoTaggedFields();
+  return writer;
+}
+
+// Reads what Writer writes, failing (sticky) on the first read past the end.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+
+  bool ok() const { return ok_; }
+  std::size_t left() const { return ok_ ? bytes_.size() - at_ : 0; }
+
+  std::int8_t Int8() { return static_cast<std::int8_t>(Big(1)); }
+  std::int16_t Int16() { return static_cast<std::int16_t>(Big(2)); }
+  std::int32_t Int32() { return static_cast<std::int32_t>(Big(4)); }
+  std::int64_t Int64() { return static_cast<std::int64_t>(Big(8)); }
+
+  std::uint32_t UVarint() {
+    std::uint32_t value = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      const std::uint64_t byte = Big(1);
+      if (!ok_) return 0;
+      if (shift == 28 && byte > 0x0f) break;  // more than 32 bits, as Kafka refuses too
+      value |= static_cast<std::uint32_t>((byte & 0x7f) << shift);
+      if ((byte & 0x80) == 0) return value;
+    }
+    ok_ = false;  // longer than a 32-bit varint
+    return 0;
+  }
+
+  // COMPACT_STRING (or COMPACT_NULLABLE_STRING; null reads as empty).
+  std::string_view CompactString() {
+    const std::uint32_t length_plus_one = UVarint();
+    if (length_plus_one == 0) return {};
+    return Take(length_plus_one - 1);
+  }
+
+  // COMPACT_ARRAY: the element count, -1 for a null array; fails when that many elements of at
+  // least `min_element_bytes` each cannot fit in the bytes left.
+  std::int64_t CompactArrayLength(std::size_t min_element_bytes) {
+    const std::uint32_t count_plus_one = UVarint();
+    if (count_plus_one == 0) return -1;
+    if (std::uint64_t{count_plus_one - 1} * min_element_bytes > left()) ok_ = false;
+    return ok_ ? count_plus_one - 1 : 0;
+  }
+
+  // ARRAY of the non-flexible versions: int32 count, checked as CompactArrayLength is.
+  std::int64_t ArrayLength(std::size_t min_element_bytes) {
+    const std::int32_t count = Int32();
+    if (count < -1 ||
+        (count > 0 && static_cast<std::uint64_t>(count) * min_element_bytes > left())) {
+      ok_ = false;
+    }
+    return ok_ ? count : 0;
+  }
+
+  void Skip(std::size_t length) { Take(length); }
+
+  void SkipTaggedFields() {
+    const std::uint32_t fields = UVarint();
+    for (std::uint32_t i = 0; ok_ && i < fields; ++i) {
+      UVarint();  // tag
+      Take(UVarint());
+    }
+  }
+
+ private:
+  std::uint64_t Big(int width) {
+    if (!ok_ || bytes_.size() - at_ < static_cast<std::size_t>(width)) {
+      ok_ = false;
+      return 0;
+    }
+    std::uint64_t value = 0;
+    for (int i = 0; i < width; ++i) value = (value << 8) | bytes_[at_++];
+    return value;
+  }
+  std::string_view Take(std::size_t length) {
+    if (!ok_ || bytes_.size() - at_ < length) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view text(reinterpret_cast<const char*>(bytes_.data() + at_), length);
+    at_ += length;
+    return text;
+  }
+
+  std::span<const std::uint8_t> bytes_;
+  std::size_t at_ = 0;
+  bool ok_ = true;
+};
+
+// Reads the response header (v0, or v1 with a tag buffer) and checks it answers `correlation_id`.
+inline std::optional<Error> ReadHeader(Reader& reader, std::int32_t correlation_id, bool flexible,
+                                       const char* api) {
+  const std::int32_t answered = reader.Int32();
+  if (flexible) reader.SkipTaggedFields();
+  if (!reader.ok()) return Error{std::string(api) + " response: truncated header"};
+  if (answered != correlation_id) {
+    return Error{std::string(api) + " response answers request " + std::to_string(answered) +
+                 ", not " + std::to_string(correlation_id)};
+  }
+  return std::nullopt;
+}
+
+inline Error Truncated(const char* api) {
+  return Error{std::string(api) + " response: truncated or malformed"};
+}
+
+}  // namespace lagsight::kafka::wire
