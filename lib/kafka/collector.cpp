@@ -147,8 +147,8 @@ std::map<std::string, GroupDescription> DescribeMemberGroups(
   return described;
 }
 
-// The streams groups (KIP-1071), which the listing leaves out, added to `listed` (a group
-// listed already keeps its listing).
+// The streams groups (KIP-1071), which the listing leaves out, added to `listed` (a group listed
+// already, by a broker that does list them, is marked a streams group).
 void AddStreamsGroups(const Deadline& deadline, KafkaAdmin& admin,
                       std::vector<GroupListing>& listed, KafkaSnapshot& snapshot) {
   StreamsGroupListings streams =
@@ -156,10 +156,16 @@ void AddStreamsGroups(const Deadline& deadline, KafkaAdmin& admin,
   if (!streams.failure.empty()) {
     snapshot.partial_errors.push_back("listing streams groups: " + streams.failure);
   }
-  std::set<std::string> known;
-  for (const GroupListing& listing : listed) known.insert(listing.id);
+  if (streams.groups.empty()) return;
+  std::map<std::string, std::size_t> known;  // id -> its index in `listed`
+  for (std::size_t i = 0; i < listed.size(); ++i) known.emplace(listed[i].id, i);
   for (GroupListing& group : streams.groups) {
-    if (!known.contains(group.id)) listed.push_back(std::move(group));
+    const auto found = known.find(group.id);
+    if (found != known.end()) {
+      listed[found->second].streams = true;
+    } else {
+      listed.push_back(std::move(group));
+    }
   }
 }
 

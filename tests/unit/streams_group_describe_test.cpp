@@ -310,6 +310,16 @@ TEST_CASE("collector: a streams group is listed with kind streams, its members a
   CHECK(app.committed.size() == 2);
   CHECK(std::string(lagsight::kafka::GroupKindName(app.kind)) == "streams");
 
+  SECTION("a streams group the main listing names too is still a streams group") {
+    admin.listings.push_back({"app", "stable", false});
+    admin.described_ids.clear();
+    const auto both = collector.Poll();
+    REQUIRE(both.ok());
+    CHECK(admin.described_ids == std::vector<std::string>{"classic"});
+    REQUIRE(both->groups.size() == 2);
+    CHECK(both->groups[0].kind == GroupKind::kStreams);
+    CHECK(both->groups[0].members == 1);
+  }
   SECTION("a failed listing is a partial error, the other groups are read") {
     admin.streams_listings.clear();
     admin.streams_list_failure = "ListGroups to b:9092: refused";
