@@ -170,6 +170,7 @@ void RdKafkaAdmin::CloseClusterClients(std::string reason) {
   describer_.reset();
   streams_lister_.reset();
   streams_describer_.reset();
+  streams_unlisted_since_.reset();
   batched_.reset();
   record_reader_.reset();
   queue_.reset();
@@ -351,6 +352,11 @@ ConsumerGroupDescriptions RdKafkaAdmin::DescribeConsumerGroups(const std::vector
 StreamsGroupListings RdKafkaAdmin::ListStreamsGroups(milliseconds request_timeout,
                                                      milliseconds total_timeout) {
   if (!streams_lister_) return {};
+  constexpr auto kRecheckUnsupported = std::chrono::minutes(10);
+  if (streams_unlisted_since_ &&
+      SteadyClock::now() - *streams_unlisted_since_ < kRecheckUnsupported) {
+    return {};
+  }
   std::vector<std::string> brokers;
   {
     // Every broker: each lists only the groups it coordinates. Brokers only, no topic.
@@ -368,7 +374,10 @@ StreamsGroupListings RdKafkaAdmin::ListStreamsGroups(milliseconds request_timeou
   }
   ListedStreamsGroups listed = streams_lister_->List(brokers, request_timeout, total_timeout);
   StreamsGroupListings listings{std::move(listed.groups), std::move(listed.failure)};
+  streams_unlisted_since_.reset();
   if (listed.unsupported) {
+    // Backed off only while nothing is listed: a streams group never flickers in and out.
+    if (listings.groups.empty()) streams_unlisted_since_ = SteadyClock::now();
     if (listings.failure != streams_unsupported_) {
       spdlog::info("kafka cluster {}: streams groups are not listed: {}", cluster_name_,
                    listings.failure);

@@ -143,6 +143,9 @@ class RdKafkaAdmin final : public KafkaAdmin {
   std::unique_ptr<StreamsGroupLister> streams_lister_;
   std::unique_ptr<ConsumerGroupDescriber> streams_describer_;
   std::string streams_unsupported_;  // why the cluster cannot list or describe them, as logged
+  // Since when a broker has been found without ListGroups v5 and no streams group listed: such
+  // a cluster (before Kafka 4.0) is asked again only every few minutes, not every poll.
+  std::optional<std::chrono::steady_clock::time_point> streams_unlisted_since_;
 };
 
 }  // namespace lagsight::kafka

@@ -17,6 +17,17 @@ wire::Bytes ListStreamsGroupsRequest(std::int32_t correlation_id, std::string_vi
   return wire::ListGroupsRequest(correlation_id, client_id, {"streams"});
 }
 
+// The error codes ListGroups answers with: a broker still loading its groups (after a start or a
+// coordinator move) answers 14 for a moment.
+std::string ListErrorName(std::int16_t code) {
+  static const std::map<std::int16_t, const char*> kNames = {{14, "COORDINATOR_LOAD_IN_PROGRESS"},
+                                                             {15, "COORDINATOR_NOT_AVAILABLE"},
+                                                             {29, "GROUP_AUTHORIZATION_FAILED"}};
+  const std::string number = "error code " + std::to_string(code);
+  const auto found = kNames.find(code);
+  return found == kNames.end() ? number : std::string(found->second) + " (" + number + ")";
+}
+
 // Asks the broker on `connection` for its streams groups, into `answer` (each group once).
 asio::awaitable<std::optional<std::string>> ListOn(ListedStreamsGroups& answer,
                                                    std::set<std::string>& seen,
@@ -29,9 +40,7 @@ asio::awaitable<std::optional<std::string>> ListOn(ListedStreamsGroups& answer,
   if (!payload) co_return where + payload.error().message;
   auto listed = wire::ParseListGroupsResponse(*payload, id);
   if (!listed) co_return where + listed.error().message;
-  if (listed->error_code != 0) {
-    co_return where + "answered error code " + std::to_string(listed->error_code);
-  }
+  if (listed->error_code != 0) co_return where + "answered " + ListErrorName(listed->error_code);
   for (wire::ListedGroup& group : listed->groups) {
     if (group.type != "streams" || !seen.insert(group.group).second) continue;
     answer.groups.push_back(GroupListing{std::move(group.group), SnakeCase(group.state), false});
