@@ -1,6 +1,8 @@
 // BatchedOffsetFetcher against a fake broker (fault injection): what it answers itself and what it
 // leaves to librdkafka's per-group path. The real-broker evidence is tests/integration: every
 // group shape there is read through this fetcher and checked against Kafka's own tools.
+// Also the clients that share its CoordinatorSession: ConsumerGroupDescriber (both APIs) and
+// StreamsGroupLister.
 #include "kafka/offset_fetch_client.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kafka/group_describe_client.h"
+#include "kafka/streams_group_lister.h"
 
 namespace {
 
@@ -422,4 +425,32 @@ TEST_CASE("consumer group describe: a broker before Kafka 4.0 is unsupported, no
   CHECK_THAT(described.failure, Catch::Contains("predates ConsumerGroupDescribe"));
   CHECK(broker.find_coordinators() == 0);
   CHECK(broker.describes() == 0);
+}
+
+TEST_CASE(
+    "streams group describe: a broker without StreamsGroupDescribe is unsupported, not an "
+    "error",
+    "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // advertises no API 89
+  lagsight::kafka::ConsumerGroupDescriberOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ConsumerGroupDescriber describer(options, lagsight::kafka::StreamsDescribeApi());
+  auto described = describer.Describe({"app"}, 2s, 10s);
+  CHECK(described.groups.empty());
+  CHECK(described.unsupported);
+  CHECK_THAT(described.failure, Catch::Contains("predates StreamsGroupDescribe (Kafka 4.1"));
+  CHECK(broker.find_coordinators() == 0);
+}
+
+TEST_CASE("streams group listing: a broker without ListGroups v5 is unsupported, not an error",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // advertises no ListGroups
+  lagsight::kafka::BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::StreamsGroupLister lister(options);
+  auto listed = lister.List({broker.address()}, 2s, 10s);
+  CHECK(listed.groups.empty());
+  CHECK(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("predates ListGroups v5"));
+  CHECK(lister.List({}, 2s, 10s).failure.empty());  // no broker: nothing to ask
 }
