@@ -1,5 +1,9 @@
 #include "kafka/streams_group_lister.h"
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -28,25 +32,37 @@ std::string ListErrorName(std::int16_t code) {
   return found == kNames.end() ? number : std::string(found->second) + " (" + number + ")";
 }
 
-// Asks the broker on `connection` for its streams groups, into `answer` (each group once).
+// Asks the broker on `connection` for its streams groups, into `answer` (each group once). A
+// broker still loading its groups is asked again a few times, 200 ms apart (within the session's
+// time), as librdkafka does for the main listing: just after a broker starts, a poll would
+// otherwise miss its streams groups and say so.
 asio::awaitable<std::optional<std::string>> ListOn(ListedStreamsGroups& answer,
                                                    std::set<std::string>& seen,
                                                    CoordinatorSession& session,
                                                    BrokerConnection& connection) {
-  const std::int32_t id = session.NextCorrelationId();
-  auto payload =
-      co_await session.Exchange(connection, ListStreamsGroupsRequest(id, session.client_id()));
+  constexpr std::int16_t kCoordinatorLoadInProgress = 14;
+  constexpr int kLoadRetries = 5;
   const std::string where = "ListGroups to " + connection.where + ": ";
-  if (!payload) co_return where + payload.error().message;
-  auto listed = wire::ParseListGroupsResponse(*payload, id);
-  if (!listed) co_return where + listed.error().message;
-  if (listed->error_code != 0) co_return where + "answered " + ListErrorName(listed->error_code);
-  for (wire::ListedGroup& group : listed->groups) {
-    if (group.type != "streams" || !seen.insert(group.group).second) continue;
-    answer.groups.push_back(GroupListing{std::move(group.group), SnakeCase(group.state), false});
-    answer.groups.back().streams = true;
+  for (int attempt = 0;; ++attempt) {
+    const std::int32_t id = session.NextCorrelationId();
+    auto payload =
+        co_await session.Exchange(connection, ListStreamsGroupsRequest(id, session.client_id()));
+    if (!payload) co_return where + payload.error().message;
+    auto listed = wire::ParseListGroupsResponse(*payload, id);
+    if (!listed) co_return where + listed.error().message;
+    if (listed->error_code == kCoordinatorLoadInProgress && attempt < kLoadRetries) {
+      asio::steady_timer pause(co_await asio::this_coro::executor, std::chrono::milliseconds(200));
+      co_await pause.async_wait(asio::use_awaitable);
+      continue;
+    }
+    if (listed->error_code != 0) co_return where + "answered " + ListErrorName(listed->error_code);
+    for (wire::ListedGroup& group : listed->groups) {
+      if (group.type != "streams" || !seen.insert(group.group).second) continue;
+      answer.groups.push_back(GroupListing{std::move(group.group), SnakeCase(group.state), false});
+      answer.groups.back().streams = true;
+    }
+    co_return std::nullopt;
   }
-  co_return std::nullopt;
 }
 
 std::optional<std::string> LacksListGroupsTypes(
