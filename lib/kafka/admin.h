@@ -22,8 +22,9 @@ namespace lagsight::kafka {
 
 struct GroupListing {
   std::string id;
-  std::string state;    // snake case, "unknown" where the client cannot name it
-  bool simple = false;  // empty protocol type: offsets committed without membership
+  std::string state;     // snake case, "unknown" where the client cannot name it
+  bool simple = false;   // empty protocol type: offsets committed without membership
+  bool streams = false;  // a streams group (KIP-1071), listed by KafkaAdmin::ListStreamsGroups
 };
 
 struct GroupDescription {
@@ -69,6 +70,14 @@ struct ShareGroupProgress {
   std::string failure;              // as ShareGroupListings'
   bool unsupported = false;
   int requests = 0;  // DescribeShareGroupOffsets requests answered
+};
+
+// The streams groups (KIP-1071) of a cluster.
+struct StreamsGroupListings {
+  std::vector<GroupListing> groups;  // each with `streams` set
+  // Why some brokers' groups are missing; empty when every broker answered, and when the client
+  // or the cluster cannot list streams groups at all.
+  std::string failure;
 };
 
 // Log start; log end (high watermark, as read_uncommitted readers and Kafka's tools see it);
@@ -119,6 +128,18 @@ class KafkaAdmin {
     return {};
   }
   virtual ShareGroupProgress DescribeShareGroupOffsets(
+      const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
+      std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+  // Streams groups (KIP-1071: Kafka Streams with group.protocol=streams), which ListGroups leaves
+  // out, and their members and the partitions of their active tasks, as DescribeConsumerGroups
+  // answers for KIP-848 groups. By default none: a client without them sees no streams group.
+  virtual StreamsGroupListings ListStreamsGroups(std::chrono::milliseconds /*request_timeout*/,
+                                                 std::chrono::milliseconds /*total_timeout*/) {
+    return {};
+  }
+  virtual ConsumerGroupDescriptions DescribeStreamsGroups(
       const std::vector<std::string>& /*ids*/, std::chrono::milliseconds /*request_timeout*/,
       std::chrono::milliseconds /*total_timeout*/) {
     return {};

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kafka/poll_timing.h"
 #include "kafka/share_group_poll.h"
 
 namespace lagsight::kafka {
@@ -27,23 +28,6 @@ using SteadyClock = std::chrono::steady_clock;
 // DescribeGroups carries many groups per request; batches keep one answer's size bounded.
 constexpr std::size_t kDescribeBatch = 256;
 
-class Deadline {
- public:
-  Deadline(milliseconds poll_timeout, milliseconds request_timeout)
-      : end_(SteadyClock::now() + poll_timeout), request_timeout_(request_timeout) {}
-
-  milliseconds Left() const {
-    return std::max(milliseconds(1),
-                    std::chrono::duration_cast<milliseconds>(end_ - SteadyClock::now()));
-  }
-  milliseconds NextRequest() const { return std::min(request_timeout_, Left()); }
-  bool Expired() const { return SteadyClock::now() >= end_; }
-
- private:
-  SteadyClock::time_point end_;
-  milliseconds request_timeout_;
-};
-
 // Kafka 4 lists KIP-848 ("consumer" protocol) groups through ListGroups with their real state,
 // but the classic DescribeGroups that librdkafka 2.0.2 speaks answers for them with state Dead and
 // an empty protocol type, which would read as a dead simple group (verified on Kafka 4.1.1).
@@ -56,33 +40,11 @@ bool DescribedAsKip848(const GroupListing& listing, const GroupDescription* desc
 }
 
 GroupKind KindOf(const GroupListing& listing, const GroupDescription* description) {
+  if (listing.streams) return GroupKind::kStreams;
   if (DescribedAsKip848(listing, description)) return GroupKind::kConsumer;
   if (listing.simple || (description != nullptr && description->simple)) return GroupKind::kSimple;
   return GroupKind::kClassic;
 }
-
-// Where a slow poll spends its time, at debug level: listing, describing, committed offsets,
-// log offsets and record timestamps grow differently with groups and partitions.
-class PhaseTimes {
- public:
-  void Done(const char* name) { phases_.emplace_back(name, SteadyClock::now()); }
-
-  void Log(const std::string& cluster_name, std::size_t groups) const {
-    if (!spdlog::should_log(spdlog::level::debug)) return;
-    std::string times;
-    auto since = started_;
-    for (const auto& [name, at] : phases_) {
-      times += fmt::format("{}{} {:.3f} s", times.empty() ? "" : ", ", name,
-                           std::chrono::duration<double>(at - since).count());
-      since = at;
-    }
-    spdlog::debug("kafka {}: poll of {} groups: {}", cluster_name, groups, times);
-  }
-
- private:
-  SteadyClock::time_point started_ = SteadyClock::now();
-  std::vector<std::pair<const char*, SteadyClock::time_point>> phases_;
-};
 
 // The listed groups the group filter accepts and this shard owns, sorted by id.
 std::vector<GroupListing> AcceptedGroups(std::vector<GroupListing> listed,
@@ -110,6 +72,7 @@ std::map<std::string, GroupDescription> DescribeGroups(const std::vector<GroupLi
   // poll at 20,000 such groups.
   std::vector<std::string> described_ids;
   for (const GroupListing& listing : listings) {
+    if (listing.streams) continue;  // the classic describe would call it dead
     if (!listing.simple || listing.state == "unknown") described_ids.push_back(listing.id);
   }
   std::map<std::string, GroupDescription> descriptions;
@@ -134,25 +97,14 @@ std::map<std::string, GroupDescription> DescribeGroups(const std::vector<GroupLi
   return descriptions;
 }
 
-// The descriptions of the KIP-848 groups among `listings` (ConsumerGroupDescribe), by id; a group
-// the broker answered with an error, and requests that failed, are reported in `snapshot`.
-std::map<std::string, GroupDescription> DescribeConsumerGroups(
-    const std::vector<GroupListing>& listings,
-    const std::map<std::string, GroupDescription>& descriptions, const Deadline& deadline,
-    KafkaAdmin& admin, KafkaSnapshot& snapshot) {
-  std::vector<std::string> ids;
-  for (const GroupListing& listing : listings) {
-    const auto found = descriptions.find(listing.id);
-    if (found != descriptions.end() && DescribedAsKip848(listing, &found->second)) {
-      ids.push_back(listing.id);
-    }
-  }
+// The groups `answer` describes, by id (the answer of DescribeConsumerGroups or
+// DescribeStreamsGroups); a group answered with an error, and requests that failed, are reported
+// in `snapshot`.
+std::map<std::string, GroupDescription> TakeDescribed(ConsumerGroupDescriptions answer,
+                                                      const char* kinds, KafkaSnapshot& snapshot) {
   std::map<std::string, GroupDescription> described;
-  if (ids.empty()) return described;
-  ConsumerGroupDescriptions answer =
-      admin.DescribeConsumerGroups(ids, deadline.NextRequest(), deadline.NextRequest());
   if (!answer.failure.empty()) {
-    snapshot.partial_errors.push_back("describing KIP-848 groups: " + answer.failure);
+    snapshot.partial_errors.push_back(std::string("describing ") + kinds + ": " + answer.failure);
   }
   for (GroupDescription& description : answer.groups) {
     if (description.not_found) continue;  // deleted meanwhile: its listing says all there is
@@ -164,6 +116,58 @@ std::map<std::string, GroupDescription> DescribeConsumerGroups(
     described[description.id] = std::move(description);
   }
   return described;
+}
+
+// The descriptions of the KIP-848 groups among `listings` (ConsumerGroupDescribe) and of the
+// streams groups (StreamsGroupDescribe), by id.
+std::map<std::string, GroupDescription> DescribeMemberGroups(
+    const std::vector<GroupListing>& listings,
+    const std::map<std::string, GroupDescription>& descriptions, const Deadline& deadline,
+    KafkaAdmin& admin, KafkaSnapshot& snapshot) {
+  std::vector<std::string> ids;
+  std::vector<std::string> streams_ids;
+  for (const GroupListing& listing : listings) {
+    const auto found = descriptions.find(listing.id);
+    if (listing.streams) {
+      streams_ids.push_back(listing.id);
+    } else if (found != descriptions.end() && DescribedAsKip848(listing, &found->second)) {
+      ids.push_back(listing.id);
+    }
+  }
+  std::map<std::string, GroupDescription> described;
+  if (!ids.empty()) {
+    described = TakeDescribed(
+        admin.DescribeConsumerGroups(ids, deadline.NextRequest(), deadline.NextRequest()),
+        "KIP-848 groups", snapshot);
+  }
+  if (!streams_ids.empty()) {
+    described.merge(TakeDescribed(
+        admin.DescribeStreamsGroups(streams_ids, deadline.NextRequest(), deadline.NextRequest()),
+        "streams groups", snapshot));
+  }
+  return described;
+}
+
+// The streams groups (KIP-1071), which the listing leaves out, added to `listed` (a group listed
+// already, by a broker that does list them, is marked a streams group).
+void AddStreamsGroups(const Deadline& deadline, KafkaAdmin& admin,
+                      std::vector<GroupListing>& listed, KafkaSnapshot& snapshot) {
+  StreamsGroupListings streams =
+      admin.ListStreamsGroups(deadline.NextRequest(), deadline.NextRequest());
+  if (!streams.failure.empty()) {
+    snapshot.partial_errors.push_back("listing streams groups: " + streams.failure);
+  }
+  if (streams.groups.empty()) return;
+  std::map<std::string, std::size_t> known;  // id -> its index in `listed`
+  for (std::size_t i = 0; i < listed.size(); ++i) known.emplace(listed[i].id, i);
+  for (GroupListing& group : streams.groups) {
+    const auto found = known.find(group.id);
+    if (found != known.end()) {
+      listed[found->second].streams = true;
+    } else {
+      listed.push_back(std::move(group));
+    }
+  }
 }
 
 // The topics whose log offsets a poll reads, and of them those a read_committed reader reads
@@ -202,7 +206,8 @@ std::vector<GroupMember> AcceptedMembers(const GroupDescription& description,
 
 // A listed group as the poll reports it, before its committed offsets: kind, state and members
 // from its description where that can be trusted (for a KIP-848 group, from `consumer`, its
-// ConsumerGroupDescribe answer, when there is one), from the listing otherwise.
+// ConsumerGroupDescribe answer, for a streams group its StreamsGroupDescribe answer, when there is
+// one), from the listing otherwise.
 ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* description,
                       const GroupDescription* consumer, const config::KafkaClusterConfig& cluster) {
   const bool described_ok =
@@ -218,7 +223,8 @@ ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* descr
     group.members = description->members;
     group.member_list = AcceptedMembers(*description, cluster);
   }
-  if (group.kind == GroupKind::kConsumer && consumer != nullptr) {
+  if ((group.kind == GroupKind::kConsumer || group.kind == GroupKind::kStreams) &&
+      consumer != nullptr) {
     if (!consumer->state.empty()) group.state = consumer->state;
     group.members = consumer->members;
     group.member_list = AcceptedMembers(*consumer, cluster);
@@ -426,13 +432,14 @@ Result<KafkaSnapshot> Collector::Poll(const ExtraReads& extra_reads) {
   auto listed = admin_->ListGroups(deadline.NextRequest());
   phases.Done("list");
   if (!listed) return listed.error();
+  AddStreamsGroups(deadline, *admin_, *listed, snapshot);
   const std::vector<GroupListing> listings = AcceptedGroups(std::move(listed).value(), cluster_);
   std::vector<std::string> ids;
   ids.reserve(listings.size());
   for (const GroupListing& listing : listings) ids.push_back(listing.id);
   const auto descriptions = DescribeGroups(listings, deadline, *admin_, snapshot);
   const auto consumer_descriptions =
-      DescribeConsumerGroups(listings, descriptions, deadline, *admin_, snapshot);
+      DescribeMemberGroups(listings, descriptions, deadline, *admin_, snapshot);
   phases.Done("describe");
   auto offsets = admin_->ListCommittedOffsets(ids, cluster_.max_concurrent_requests,
                                               deadline.NextRequest(), deadline.Left());

@@ -1,15 +1,18 @@
 // CoordinatorSession: what lagsight's own Kafka clients (the batched OffsetFetch of
-// offset_fetch_client.h, the ConsumerGroupDescribe of group_describe_client.h) share: connections
+// offset_fetch_client.h, the ConsumerGroupDescribe and StreamsGroupDescribe of
+// group_describe_client.h, the share group reader of share_group_client.h, the streams group
+// listing of streams_group_lister.h) share: connections
 // of their own over PLAINTEXT or TLS, each checked with ApiVersions; the groups' coordinators
 // located with batched FindCoordinator v4 (KIP-699); each coordinator's groups cut into batches,
 // taken in turn by a few connections to it, one request in flight on each. Or, for what every
-// broker must be asked (ListGroups of share groups, share_group_client.h), one request to each
-// broker DescribeCluster names.
+// broker must be asked (ListGroups of share and of streams groups), one request to each broker
+// DescribeCluster names.
 //
 // What a batch's request is, and what its answer means, is the caller's (a BatchSender); the
 // session only moves bytes, bounded: every exchange by the request timeout and the answer's size
-// by max_response_bytes, the whole session by the total timeout given to Run. Internal to the
-// two clients; one session per call, on the calling thread.
+// by max_response_bytes, the whole session by the total timeout given to Run (or RunOnEveryBroker,
+// which sends one request to each broker named instead). Internal to those clients; one session per
+// call, on the calling thread.
 #pragma once
 
 // clang-format off

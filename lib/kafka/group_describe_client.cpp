@@ -7,6 +7,7 @@
 
 #include "kafka/coordinator_session.h"
 #include "kafka/wire.h"
+#include "kafka/wire_streams.h"
 
 namespace lagsight::kafka {
 
@@ -16,7 +17,7 @@ namespace {
 
 constexpr std::int16_t kGroupIdNotFound = 69;
 
-// The names of the error codes ConsumerGroupDescribe answers a group with.
+// The names of the error codes ConsumerGroupDescribe and StreamsGroupDescribe answer a group with.
 std::string ErrorName(std::int16_t code) {
   static const std::map<std::int16_t, const char*> kNames = {
       {14, "COORDINATOR_LOAD_IN_PROGRESS"},
@@ -33,7 +34,7 @@ std::string ErrorName(std::int16_t code) {
              : std::string(found->second) + " (error code " + std::to_string(code) + ")";
 }
 
-GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described) {
+GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described, const DescribeApi& api) {
   GroupDescription description;
   description.id = std::move(described.group);
   if (described.error_code == kGroupIdNotFound) {
@@ -41,7 +42,7 @@ GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described) {
     return description;
   }
   if (described.error_code != 0) {
-    description.error = "ConsumerGroupDescribe answered " + ErrorName(described.error_code) +
+    description.error = std::string(api.name) + " answered " + ErrorName(described.error_code) +
                         (described.error_message.empty() ? "" : ": " + described.error_message);
     return description;
   }
@@ -54,9 +55,10 @@ GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described) {
   return description;
 }
 
-// Sends one ConsumerGroupDescribe, at the highest version both sides speak, for the groups
+// Sends one describe request, at the highest version both sides speak, for the groups
 // ids[indices], and takes the groups it names among them into `answer`.
-asio::awaitable<std::optional<std::string>> DescribeBatch(const std::vector<std::string>& ids,
+asio::awaitable<std::optional<std::string>> DescribeBatch(const DescribeApi& api,
+                                                          const std::vector<std::string>& ids,
                                                           DescribedGroups& answer,
                                                           CoordinatorSession& session,
                                                           BrokerConnection& connection,
@@ -67,40 +69,61 @@ asio::awaitable<std::optional<std::string>> DescribeBatch(const std::vector<std:
     groups.push_back(ids[index]);
     asked.emplace(ids[index], false);
   }
-  const auto& range = connection.versions.at(wire::kConsumerGroupDescribe);  // checked on open
-  const std::int16_t version = std::min(range.max, wire::kConsumerGroupDescribeMaxVersion);
+  const auto& range = connection.versions.at(api.key);  // checked on open
+  const std::int16_t version = std::min(range.max, api.max_version);
   const std::int32_t id = session.NextCorrelationId();
-  auto payload = co_await session.Exchange(
-      connection, wire::ConsumerGroupDescribeRequest(id, session.client_id(), version, groups));
-  const std::string where = "ConsumerGroupDescribe to " + connection.where + ": ";
+  auto payload =
+      co_await session.Exchange(connection, api.request(id, session.client_id(), version, groups));
+  const std::string where = std::string(api.name) + " to " + connection.where + ": ";
   if (!payload) co_return where + payload.error().message;
-  auto described = wire::ParseConsumerGroupDescribeResponse(*payload, id, version, groups.size());
+  auto described = api.parse(*payload, id, version, groups.size(), wire::kMaxDescribedBytes);
   if (!described) co_return where + described.error().message;
   ++answer.requests;
   for (wire::DescribedConsumerGroup& group : *described) {
     const auto found = asked.find(group.group);
     if (found == asked.end() || found->second) continue;  // not asked, or named twice
     found->second = true;
-    answer.groups.push_back(DescriptionOf(std::move(group)));
+    answer.groups.push_back(DescriptionOf(std::move(group), api));
   }
   co_return std::nullopt;
 }
 
-std::optional<std::string> LacksConsumerGroupDescribe(
-    const std::map<std::int16_t, wire::VersionRange>& versions, const std::string& where) {
-  const auto found = versions.find(wire::kConsumerGroupDescribe);
+std::optional<std::string> LacksDescribeApi(
+    const DescribeApi& api, const std::map<std::int16_t, wire::VersionRange>& versions,
+    const std::string& where) {
+  const auto found = versions.find(api.key);
   if (Supports(versions, wire::kFindCoordinator, wire::kFindCoordinatorVersion) &&
-      found != versions.end() && found->second.min <= wire::kConsumerGroupDescribeMaxVersion &&
-      found->second.max >= 0) {
+      found != versions.end() && found->second.min <= api.max_version && found->second.max >= 0) {
     return std::nullopt;
   }
-  return "the broker at " + where + " predates ConsumerGroupDescribe (Kafka 4.0, KIP-848)";
+  return "the broker at " + where + " predates " + api.name + " (" + api.introduced + ")";
 }
 
 }  // namespace
 
-ConsumerGroupDescriber::ConsumerGroupDescriber(ConsumerGroupDescriberOptions options)
-    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
+const DescribeApi& ConsumerDescribeApi() {
+  static const DescribeApi kApi{"ConsumerGroupDescribe",
+                                "Kafka 4.0, KIP-848",
+                                wire::kConsumerGroupDescribe,
+                                wire::kConsumerGroupDescribeMaxVersion,
+                                wire::ConsumerGroupDescribeRequest,
+                                wire::ParseConsumerGroupDescribeResponse};
+  return kApi;
+}
+
+const DescribeApi& StreamsDescribeApi() {
+  static const DescribeApi kApi{"StreamsGroupDescribe",
+                                "Kafka 4.1, KIP-1071",
+                                wire::kStreamsGroupDescribe,
+                                wire::kStreamsGroupDescribeMaxVersion,
+                                wire::StreamsGroupDescribeRequest,
+                                wire::ParseStreamsGroupDescribeResponse};
+  return kApi;
+}
+
+ConsumerGroupDescriber::ConsumerGroupDescriber(ConsumerGroupDescriberOptions options,
+                                               const DescribeApi& api)
+    : options_(std::move(options)), api_(api), resolved_(std::make_unique<ResolvedAddresses>()) {
   if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
 }
 
@@ -118,11 +141,12 @@ DescribedGroups ConsumerGroupDescriber::Describe(const std::vector<std::string>&
   {
     // Whatever it had not answered at the deadline stays without members.
     CoordinatorSession session(
-        options_, tls_.get(), request_timeout, ids, *resolved_, "ConsumerGroupDescribe",
-        LacksConsumerGroupDescribe,
-        [&ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
-                        const std::vector<std::size_t>& indices) {
-          return DescribeBatch(ids, answer, running, connection, indices);
+        options_, tls_.get(), request_timeout, ids, *resolved_, api_.name,
+        [this](const std::map<std::int16_t, wire::VersionRange>& versions,
+               const std::string& where) { return LacksDescribeApi(api_, versions, where); },
+        [this, &ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
+                              const std::vector<std::size_t>& indices) {
+          return DescribeBatch(api_, ids, answer, running, connection, indices);
         });
     session.Run(total_timeout);
     answer.failure = session.failure();

@@ -1,6 +1,8 @@
 // ConsumerGroupDescriber: who the members of KIP-848 ("consumer" protocol) groups are and which
 // partitions each holds, read with batched ConsumerGroupDescribe requests (API key 69, Kafka 4.0)
-// sent to each group's coordinator over connections of its own (CoordinatorSession).
+// sent to each group's coordinator over connections of its own (CoordinatorSession). Given
+// StreamsDescribeApi(), the same for streams groups (KIP-1071) with StreamsGroupDescribe (API
+// key 89, Kafka 4.1), whose answer decodes into the same shape (wire_streams.h).
 //
 // Why by hand: librdkafka 2.0.2 speaks only the classic DescribeGroups, which answers a KIP-848
 // group as dead with no members; ConsumerGroupDescribe came with librdkafka 2.4. It only reads
@@ -13,12 +15,15 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kafka/admin.h"
 #include "kafka/offset_fetch_client.h"
+#include "kafka/wire.h"
 
 namespace lagsight::kafka {
 
@@ -29,6 +34,24 @@ struct ResolvedAddresses;
 // (200: a request of 200 groups of 10 members on 100 partitions answers in ~100 KB), answer size.
 using ConsumerGroupDescriberOptions = BatchedOffsetFetcherOptions;
 
+// What one describe request is: its API, the highest version lagsight speaks, how a request is
+// encoded and an answer decoded, and since when Kafka has it (said when a broker lacks it).
+struct DescribeApi {
+  const char* name;        // "ConsumerGroupDescribe"
+  const char* introduced;  // "Kafka 4.0, KIP-848"
+  std::int16_t key;
+  std::int16_t max_version;
+  wire::Bytes (*request)(std::int32_t correlation_id, std::string_view client_id,
+                         std::int16_t version, const std::vector<std::string_view>& groups);
+  Result<std::vector<wire::DescribedConsumerGroup>> (*parse)(std::span<const std::uint8_t> payload,
+                                                             std::int32_t correlation_id,
+                                                             std::int16_t version,
+                                                             std::size_t max_groups,
+                                                             std::size_t max_decoded_bytes);
+};
+const DescribeApi& ConsumerDescribeApi();
+const DescribeApi& StreamsDescribeApi();
+
 struct DescribedGroups {
   // One per group the coordinators answered, in any order: state in snake case, members sorted by
   // id with their current assignments, assigned_topics. A group the broker does not know as a
@@ -38,13 +61,14 @@ struct DescribedGroups {
   // The first failure met (a connection, an answer that could not be decoded, the time ran out);
   // empty when every request was answered.
   std::string failure;
-  bool unsupported = false;  // a broker predates ConsumerGroupDescribe (`failure` names it)
-  int requests = 0;          // ConsumerGroupDescribe requests answered
+  bool unsupported = false;  // a broker predates the describe API (`failure` names it)
+  int requests = 0;          // describe requests answered
 };
 
 class ConsumerGroupDescriber {
  public:
-  explicit ConsumerGroupDescriber(ConsumerGroupDescriberOptions options);
+  explicit ConsumerGroupDescriber(ConsumerGroupDescriberOptions options,
+                                  const DescribeApi& api = ConsumerDescribeApi());
   ~ConsumerGroupDescriber();
 
   DescribedGroups Describe(const std::vector<std::string>& ids,
@@ -53,6 +77,7 @@ class ConsumerGroupDescriber {
 
  private:
   ConsumerGroupDescriberOptions options_;
+  const DescribeApi& api_;
   std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
   std::unique_ptr<TlsContext> tls_;              // with options_.tls, or why not:
   std::string tls_failure_;

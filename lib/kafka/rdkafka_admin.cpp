@@ -155,6 +155,8 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
     options.client_id = properties_["client.id"];
     describer_ = std::make_unique<ConsumerGroupDescriber>(options);
     share_reader_ = std::make_unique<ShareGroupReader>(options);
+    streams_lister_ = std::make_unique<StreamsGroupLister>(options);
+    streams_describer_ = std::make_unique<ConsumerGroupDescriber>(options, StreamsDescribeApi());
     if (batched_offset_fetch_) {
       batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
     }
@@ -168,6 +170,9 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
   describer_.reset();
   share_reader_.reset();
+  streams_lister_.reset();
+  streams_describer_.reset();
+  streams_unlisted_since_.reset();
   batched_.reset();
   record_reader_.reset();
   queue_.reset();
@@ -317,23 +322,69 @@ Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
   return descriptions;
 }
 
+ConsumerGroupDescriptions RdKafkaAdmin::Unsupported(DescribedGroups described, const char* kinds,
+                                                    std::string& said) {
+  ConsumerGroupDescriptions descriptions{std::move(described.groups), std::move(described.failure)};
+  if (described.unsupported) {
+    // A broker that predates the API: said once (again only when it changes), not failed each
+    // poll.
+    if (descriptions.failure != said) {
+      spdlog::info("kafka cluster {}: {} are listed without members: {}", cluster_name_, kinds,
+                   descriptions.failure);
+      said = descriptions.failure;
+    }
+    descriptions.failure.clear();
+  }
+  return descriptions;
+}
+
 ConsumerGroupDescriptions RdKafkaAdmin::DescribeConsumerGroups(const std::vector<std::string>& ids,
                                                                milliseconds request_timeout,
                                                                milliseconds total_timeout) {
   if (!describer_) return {};
   DescribedGroups described = describer_->Describe(ids, request_timeout, total_timeout);
-  ConsumerGroupDescriptions descriptions{std::move(described.groups), std::move(described.failure)};
-  if (described.unsupported) {
-    // A broker before Kafka 4.0: said once (again only when it changes), not failed each poll.
-    if (descriptions.failure != describer_unsupported_) {
-      spdlog::info("kafka cluster {}: KIP-848 groups are listed without members: {}", cluster_name_,
-                   descriptions.failure);
-      describer_unsupported_ = descriptions.failure;
-    }
-    descriptions.failure.clear();
-  }
+  const int requests = described.requests;
+  ConsumerGroupDescriptions descriptions =
+      Unsupported(std::move(described), "KIP-848 groups", describer_unsupported_);
   spdlog::debug("kafka cluster {}: {} of {} KIP-848 groups described in {} requests", cluster_name_,
-                descriptions.groups.size(), ids.size(), described.requests);
+                descriptions.groups.size(), ids.size(), requests);
+  return descriptions;
+}
+
+StreamsGroupListings RdKafkaAdmin::ListStreamsGroups(milliseconds request_timeout,
+                                                     milliseconds total_timeout) {
+  if (!streams_lister_) return {};
+  constexpr auto kRecheckUnsupported = std::chrono::minutes(10);
+  if (streams_unlisted_since_ &&
+      SteadyClock::now() - *streams_unlisted_since_ < kRecheckUnsupported) {
+    return {};
+  }
+  ListedStreamsGroups listed = streams_lister_->List(request_timeout, total_timeout);
+  StreamsGroupListings listings{std::move(listed.groups), std::move(listed.failure)};
+  streams_unlisted_since_.reset();
+  if (listed.unsupported) {
+    // Backed off only while nothing is listed: a streams group never flickers in and out.
+    if (listings.groups.empty()) streams_unlisted_since_ = SteadyClock::now();
+    if (listings.failure != streams_unsupported_) {
+      spdlog::info("kafka cluster {}: streams groups are not listed: {}", cluster_name_,
+                   listings.failure);
+      streams_unsupported_ = listings.failure;
+    }
+    listings.failure.clear();
+  }
+  return listings;
+}
+
+ConsumerGroupDescriptions RdKafkaAdmin::DescribeStreamsGroups(const std::vector<std::string>& ids,
+                                                              milliseconds request_timeout,
+                                                              milliseconds total_timeout) {
+  if (!streams_describer_) return {};
+  DescribedGroups described = streams_describer_->Describe(ids, request_timeout, total_timeout);
+  const int requests = described.requests;
+  ConsumerGroupDescriptions descriptions =
+      Unsupported(std::move(described), "streams groups", streams_unsupported_);
+  spdlog::debug("kafka cluster {}: {} of {} streams groups described in {} requests", cluster_name_,
+                descriptions.groups.size(), ids.size(), requests);
   return descriptions;
 }
 

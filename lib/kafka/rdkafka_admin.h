@@ -36,6 +36,7 @@
 #include "kafka/rdkafka_client.h"
 #include "kafka/record_timestamp_reader.h"
 #include "kafka/share_group_client.h"
+#include "kafka/streams_group_lister.h"
 
 namespace lagsight::kafka {
 
@@ -58,6 +59,12 @@ class RdKafkaAdmin final : public KafkaAdmin {
   ShareGroupProgress DescribeShareGroupOffsets(const std::vector<std::string>& ids,
                                                std::chrono::milliseconds request_timeout,
                                                std::chrono::milliseconds total_timeout) override;
+  // Through StreamsGroupLister and a ConsumerGroupDescriber speaking StreamsGroupDescribe.
+  StreamsGroupListings ListStreamsGroups(std::chrono::milliseconds request_timeout,
+                                         std::chrono::milliseconds total_timeout) override;
+  ConsumerGroupDescriptions DescribeStreamsGroups(const std::vector<std::string>& ids,
+                                                  std::chrono::milliseconds request_timeout,
+                                                  std::chrono::milliseconds total_timeout) override;
   // Defined in rdkafka_committed_offsets.cpp, with ReadBatched, LogBatchedState and ReadPerGroup.
   std::vector<Result<CommittedOffsets>> ListCommittedOffsets(
       const std::vector<std::string>& ids, int max_in_flight,
@@ -112,6 +119,11 @@ class RdKafkaAdmin final : public KafkaAdmin {
                     std::chrono::steady_clock::time_point deadline,
                     std::vector<Result<CommittedOffsets>>& results);
 
+  // `described`, with a broker's lack of the describe API said once (in `said`, as last logged)
+  // instead of failed each poll.
+  ConsumerGroupDescriptions Unsupported(DescribedGroups described, const char* kinds,
+                                        std::string& said);
+
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
 
@@ -142,6 +154,13 @@ class RdKafkaAdmin final : public KafkaAdmin {
   std::string share_unsupported_;  // why the brokers cannot serve it, as last logged
   // When a broker last said it has no share groups: they are asked again only every few minutes.
   std::optional<std::chrono::steady_clock::time_point> share_unsupported_at_;
+  // Lists and describes streams groups, under the same conditions as describer_.
+  std::unique_ptr<StreamsGroupLister> streams_lister_;
+  std::unique_ptr<ConsumerGroupDescriber> streams_describer_;
+  std::string streams_unsupported_;  // why the cluster cannot list or describe them, as logged
+  // Since when a broker has been found without ListGroups v5 and no streams group listed: such
+  // a cluster (before Kafka 4.0) is asked again only every few minutes, not every poll.
+  std::optional<std::chrono::steady_clock::time_point> streams_unlisted_since_;
 };
 
 }  // namespace lagsight::kafka

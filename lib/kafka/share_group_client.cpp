@@ -6,6 +6,7 @@
 
 #include "kafka/coordinator_session.h"
 #include "kafka/share_wire.h"
+#include "kafka/typed_group_listing.h"
 
 namespace lagsight::kafka {
 
@@ -58,20 +59,13 @@ asio::awaitable<std::optional<std::string>> ListOn(ShareGroupListings& answer,
                                                    CoordinatorSession& session,
                                                    BrokerConnection& connection) {
   // Built before the co_await: GCC 12 cannot keep a braced list in a coroutine frame.
-  const std::vector<std::string_view> types = {kShareType};
-  const std::int32_t id = session.NextCorrelationId();
-  auto payload = co_await session.Exchange(connection,
-                                           wire::ListGroupsRequest(id, session.client_id(), types));
-  const std::string where = "ListGroups to " + connection.where + ": ";
-  if (!payload) co_return where + payload.error().message;
-  auto listed = wire::ParseListGroupsResponse(*payload, id);
-  if (!listed) co_return where + listed.error().message;
+  std::vector<std::string_view> types = {kShareType};
+  auto listed = co_await ListGroupsOfTypes(session, connection, std::move(types));
+  if (!listed) co_return listed.error().message;
   for (wire::ListedGroup& group : *listed) {
-    // The filter asked for share groups; a broker that ignored it must not add others.
-    if (SnakeCase(group.type) != kShareType) continue;
     GroupListing listing;
     listing.id = std::move(group.group);
-    listing.state = SnakeCase(group.state);
+    listing.state = std::move(group.state);
     answer.groups.push_back(std::move(listing));
   }
   co_return std::nullopt;

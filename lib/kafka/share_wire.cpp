@@ -14,38 +14,13 @@ using detail::Truncated;
 using detail::Writer;
 
 // The smallest encoding of each repeated element, for the counts' checks.
-constexpr std::size_t kBrokerBytes = 11;       // id, empty host, port, null rack, no tags
-constexpr std::size_t kListedGroupBytes = 5;   // four empty strings, no tags
 constexpr std::size_t kShareGroupBytes = 6;    // empty id, no topics, error, null message, tags
 constexpr std::size_t kShareTopicBytes = 19;   // empty name, id, no partitions, no tags
 constexpr std::size_t kSharePartitionV0 = 20;  // index, start, epoch, error, null message, tags
 constexpr std::size_t kLagBytes = 8;
 constexpr std::size_t kUuidBytes = 16;
 
-Error AnsweredError(const char* api, std::int16_t code, std::string_view message) {
-  return Error{std::string(api) + " answered error code " + std::to_string(code) +
-               (message.empty() ? "" : ": " + std::string(message))};
-}
-
 }  // namespace
-
-Bytes DescribeClusterRequest(std::int32_t correlation_id, std::string_view client_id) {
-  Writer writer =
-      Header(kDescribeCluster, kDescribeClusterVersion, correlation_id, client_id, true);
-  writer.Bool(false);  // include_cluster_authorized_operations
-  writer.NoTaggedFields();
-  return std::move(writer).Frame();
-}
-
-Bytes ListGroupsRequest(std::int32_t correlation_id, std::string_view client_id,
-                        const std::vector<std::string_view>& types) {
-  Writer writer = Header(kListGroups, kListGroupsTypesVersion, correlation_id, client_id, true);
-  writer.CompactArrayLength(0);  // states_filter: every state
-  writer.CompactArrayLength(types.size());
-  for (std::string_view type : types) writer.CompactString(type);
-  writer.NoTaggedFields();
-  return std::move(writer).Frame();
-}
 
 Bytes DescribeShareGroupOffsetsRequest(std::int32_t correlation_id, std::string_view client_id,
                                        std::int16_t version,
@@ -70,68 +45,6 @@ Bytes ShareGroupDescribeRequest(std::int32_t correlation_id, std::string_view cl
   writer.Bool(false);  // include_authorized_operations
   writer.NoTaggedFields();
   return std::move(writer).Frame();
-}
-
-Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id,
-                                                         std::size_t max_brokers) {
-  Reader reader(payload);
-  if (auto error = ReadHeader(reader, correlation_id, true, "DescribeCluster")) return *error;
-  reader.Int32();  // throttle_time_ms
-  const std::int16_t error_code = reader.Int16();
-  const std::string error_message(reader.CompactString());
-  reader.CompactString();  // cluster_id
-  reader.Int32();          // controller_id
-  const std::int64_t count = reader.CompactArrayLength(kBrokerBytes);
-  if (count > static_cast<std::int64_t>(max_brokers)) {
-    return Error{"DescribeCluster response: " + std::to_string(count) + " brokers, more than " +
-                 std::to_string(max_brokers)};
-  }
-  std::vector<Broker> brokers;
-  brokers.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-  for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
-    Broker broker;
-    broker.node_id = reader.Int32();
-    broker.host = reader.CompactString();
-    broker.port = reader.Int32();
-    reader.CompactString();  // rack
-    reader.SkipTaggedFields();
-    brokers.push_back(std::move(broker));
-  }
-  reader.Int32();  // cluster_authorized_operations
-  reader.SkipTaggedFields();
-  if (!reader.ok()) return Truncated("DescribeCluster");
-  if (error_code != 0) return AnsweredError("DescribeCluster", error_code, error_message);
-  return brokers;
-}
-
-Result<std::vector<ListedGroup>> ParseListGroupsResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id,
-                                                         std::size_t max_groups) {
-  Reader reader(payload);
-  if (auto error = ReadHeader(reader, correlation_id, true, "ListGroups")) return *error;
-  reader.Int32();  // throttle_time_ms
-  const std::int16_t error_code = reader.Int16();
-  const std::int64_t count = reader.CompactArrayLength(kListedGroupBytes);
-  if (count > static_cast<std::int64_t>(max_groups)) {
-    return Error{"ListGroups response: " + std::to_string(count) + " groups, more than " +
-                 std::to_string(max_groups)};
-  }
-  std::vector<ListedGroup> groups;
-  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-  for (std::int64_t i = 0; reader.ok() && i < count; ++i) {
-    ListedGroup group;
-    group.group = reader.CompactString();
-    group.protocol_type = reader.CompactString();
-    group.state = reader.CompactString();
-    group.type = reader.CompactString();
-    reader.SkipTaggedFields();
-    groups.push_back(std::move(group));
-  }
-  reader.SkipTaggedFields();
-  if (!reader.ok()) return Truncated("ListGroups");
-  if (error_code != 0) return AnsweredError("ListGroups", error_code, {});
-  return groups;
 }
 
 namespace {

@@ -19,27 +19,19 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kafka/group_listing_wire.h"
 #include "kafka/wire.h"
 
 namespace lagsight::kafka::wire {
 
-constexpr std::int16_t kListGroups = 16;
-constexpr std::int16_t kDescribeCluster = 60;
 constexpr std::int16_t kShareGroupDescribe = 77;
 constexpr std::int16_t kDescribeShareGroupOffsets = 90;
 
-constexpr std::int16_t kListGroupsTypesVersion = 5;  // KIP-848: the types filter
-constexpr std::int16_t kDescribeClusterVersion = 0;
 // v1 (KIP-1226, Kafka 4.3) adds each partition's lag as the coordinator computes it.
 constexpr std::int16_t kDescribeShareGroupOffsetsMaxVersion = 1;
 // The only version since Kafka 4.1 (v0 was 4.0's early access, since removed).
 constexpr std::int16_t kShareGroupDescribeVersion = 1;
 
-// The brokers of the cluster, without authorized operations.
-Bytes DescribeClusterRequest(std::int32_t correlation_id, std::string_view client_id);
-// The groups of the given types (Kafka's names: "share") the broker coordinates, in every state.
-Bytes ListGroupsRequest(std::int32_t correlation_id, std::string_view client_id,
-                        const std::vector<std::string_view>& types);
 // Every partition of each group (topics = null). `version`: 0 or 1.
 Bytes DescribeShareGroupOffsetsRequest(std::int32_t correlation_id, std::string_view client_id,
                                        std::int16_t version,
@@ -48,32 +40,6 @@ Bytes DescribeShareGroupOffsetsRequest(std::int32_t correlation_id, std::string_
 // The groups' members and assignments (v1), without authorized operations.
 Bytes ShareGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
                                 const std::vector<std::string_view>& groups);
-
-struct Broker {
-  std::int32_t node_id = -1;
-  std::string host;
-  std::int32_t port = 0;
-};
-// An answer with an error code, or naming more than `max_brokers` brokers (each is connected
-// to), fails.
-constexpr std::size_t kMaxBrokers = 10'000;
-Result<std::vector<Broker>> ParseDescribeClusterResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id,
-                                                         std::size_t max_brokers = kMaxBrokers);
-
-struct ListedGroup {
-  std::string group;
-  std::string protocol_type;
-  std::string state;  // as Kafka names it ("Stable")
-  std::string type;   // as Kafka names it ("Share")
-};
-// An answer with an error code, or naming more than `max_groups` groups, fails. A listed group
-// takes 5 bytes in the frame at least but ~130 decoded, so the count is what bounds the answer:
-// kMaxListedGroups (~26 MB decoded) is far above any broker's share groups.
-constexpr std::size_t kMaxListedGroups = 200'000;
-Result<std::vector<ListedGroup>> ParseListGroupsResponse(std::span<const std::uint8_t> payload,
-                                                         std::int32_t correlation_id,
-                                                         std::size_t max_groups = kMaxListedGroups);
 
 // One partition of a DescribeShareGroupOffsets answer.
 struct SharePartitionOffset {

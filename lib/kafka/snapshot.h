@@ -36,14 +36,17 @@ struct TopicPartition {
 using CommittedOffsets = boost::container::flat_map<TopicPartition, std::int64_t>;
 
 // How the group is coordinated: "classic" (JoinGroup protocol with members), "simple" (only
-// offset commits, no membership: Flink's KafkaSource, manual assign()), "consumer" (KIP-848).
-enum class GroupKind { kClassic, kSimple, kConsumer };
+// offset commits, no membership: Flink's KafkaSource, manual assign()), "consumer" (KIP-848),
+// "streams" (KIP-1071: Kafka Streams with group.protocol=streams).
+enum class GroupKind { kClassic, kSimple, kConsumer, kStreams };
 inline const char* GroupKindName(GroupKind kind) {
   switch (kind) {
     case GroupKind::kSimple:
       return "simple";
     case GroupKind::kConsumer:
       return "consumer";
+    case GroupKind::kStreams:
+      return "streams";
     case GroupKind::kClassic:
       break;
   }

@@ -7,7 +7,9 @@
 // "Measured"); these codecs let the batched fetcher (offset_fetch_client.h) send a few requests
 // instead. Only what that needs is here: ApiVersions v0, FindCoordinator v4, OffsetFetch v8; and
 // ConsumerGroupDescribe v0-v1 (KIP-848, Kafka 4.0), which librdkafka 2.0.2 lacks, for the members
-// of "consumer" protocol groups (group_describe_client.h).
+// of "consumer" protocol groups (group_describe_client.h). Share groups' codecs are in
+// share_wire.h, streams groups' in wire_streams.h; the byte reader and writer all of them use are
+// in wire_codec.h.
 //
 // Encoders return a whole frame (the 4-byte size first). Decoders take the frame's payload (after
 // the size) and never read past it or trust a declared length: a count whose elements, at their

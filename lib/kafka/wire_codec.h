@@ -3,7 +3,8 @@
 // the end), the request headers, and a bounded Reader of answers that fails (sticky) on the first
 // read past the end and refuses element counts that cannot fit in the bytes left.
 //
-// Internal to the codecs (wire.cpp, share_wire.cpp): everything is inline in a detail namespace.
+// Internal to the codecs (wire.cpp, share_wire.cpp, wire_streams.cpp): everything is inline in a
+// detail namespace.
 #pragma once
 
 #include <cstdint>

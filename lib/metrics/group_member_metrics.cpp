@@ -10,9 +10,8 @@ using prometheus::MetricType;
 
 constexpr MetricDef kMemberInfo{
     "lagsight_kafka_group_member_info",
-    "1 for each member of a classic or KIP-848 consumer group, as its description names it: "
-    "member id, "
-    "client id, host and group.instance.id (empty when unset).",
+    "1 for each member of a classic or KIP-848 consumer group or of a streams group, as its "
+    "description names it: member id, client id, host and group.instance.id (empty when unset).",
     MetricType::Gauge};
 constexpr MetricDef kMemberAssigned{"lagsight_kafka_group_member_assigned_partitions",
                                     "Partitions of the topic in the member's current assignment.",

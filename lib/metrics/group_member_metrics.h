@@ -1,10 +1,11 @@
 // Who holds what: the lagsight_kafka_group_member_* series of one Kafka cluster, and the holder
 // of each partition of a group-topic pair for lagsight_kafka_group_partition_owner.
 //
-// Pure rendering of what the poll's group descriptions named: the members of classic, KIP-848 and
-// share groups (member id, client id, host, group.instance.id) and their current assignments.
-// Simple groups have none, nor KIP-848 or share groups that could not be described (SASL,
-// brokers before 4.0).
+// Pure rendering of what the poll's group descriptions named: the members of classic, KIP-848,
+// share and streams groups (member id, client id, host, group.instance.id) and their current
+// assignments (for a streams member, the partitions of its active tasks). Simple groups have
+// none, nor KIP-848, share or streams groups that could not be described (SASL, brokers before
+// 4.0 / 4.1).
 #pragma once
 
 #include <cstdint>

@@ -146,6 +146,7 @@ kafka::GroupKind ReadGroupKind(json::element e) {
   if (kind == "classic") return kafka::GroupKind::kClassic;
   if (kind == "simple") return kafka::GroupKind::kSimple;
   if (kind == "consumer") return kafka::GroupKind::kConsumer;
+  if (kind == "streams") return kafka::GroupKind::kStreams;
   throw json::FormatError("kind: expected classic, simple or consumer, not \"" + kind + "\"");
 }
 

@@ -15,6 +15,10 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   // ConsumerGroupDescribe's answers (KIP-848 groups), and its failure.
   std::map<std::string, kafka::GroupDescription> consumer_descriptions;
   std::string consumer_describe_failure;
+  // ListGroups v5's streams groups and StreamsGroupDescribe's answers, and their failures.
+  std::vector<kafka::GroupListing> streams_listings;
+  std::string streams_list_failure;
+  std::map<std::string, kafka::GroupDescription> streams_descriptions;
   std::map<std::string, kafka::CommittedOffsets> committed;
   std::map<std::string, std::string> committed_errors;
   std::map<std::string, std::int32_t> topics;
@@ -36,6 +40,7 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
   // What was asked.
   std::vector<std::string> described_ids;
   std::vector<std::string> consumer_described_ids;
+  std::vector<std::string> streams_described_ids;
   std::vector<std::string> offset_ids;
   std::set<kafka::TopicPartition> offsets_asked;
   std::set<kafka::TopicPartition> last_stable_asked;
@@ -68,6 +73,22 @@ class FakeKafkaAdmin : public kafka::KafkaAdmin {
     for (const std::string& id : ids) {
       consumer_described_ids.push_back(id);
       if (consumer_descriptions.contains(id)) out.groups.push_back(consumer_descriptions.at(id));
+    }
+    return out;
+  }
+
+  kafka::StreamsGroupListings ListStreamsGroups(std::chrono::milliseconds,
+                                                std::chrono::milliseconds) override {
+    return {streams_listings, streams_list_failure};
+  }
+
+  kafka::ConsumerGroupDescriptions DescribeStreamsGroups(const std::vector<std::string>& ids,
+                                                         std::chrono::milliseconds,
+                                                         std::chrono::milliseconds) override {
+    kafka::ConsumerGroupDescriptions out;
+    for (const std::string& id : ids) {
+      streams_described_ids.push_back(id);
+      if (streams_descriptions.contains(id)) out.groups.push_back(streams_descriptions.at(id));
     }
     return out;
   }

@@ -1,6 +1,8 @@
 // BatchedOffsetFetcher against a fake broker (fault injection): what it answers itself and what it
 // leaves to librdkafka's per-group path. The real-broker evidence is tests/integration: every
 // group shape there is read through this fetcher and checked against Kafka's own tools.
+// Also the clients that share its CoordinatorSession: ConsumerGroupDescriber (both APIs) and
+// StreamsGroupLister.
 #include "kafka/offset_fetch_client.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 
 #include "kafka/group_describe_client.h"
 #include "kafka/share_group_client.h"
+#include "kafka/streams_group_lister.h"
 
 namespace {
 
@@ -553,4 +556,31 @@ TEST_CASE("share group reader: listed by every broker, progress and members from
   CHECK(broker.share_requests(16) == 1);
   CHECK(broker.share_requests(90) == 1);
   CHECK(broker.share_requests(77) == 1);
+}
+
+TEST_CASE(
+    "streams group describe: a broker without StreamsGroupDescribe is unsupported, not an "
+    "error",
+    "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // advertises no API 89
+  lagsight::kafka::ConsumerGroupDescriberOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::ConsumerGroupDescriber describer(options, lagsight::kafka::StreamsDescribeApi());
+  auto described = describer.Describe({"app"}, 2s, 10s);
+  CHECK(described.groups.empty());
+  CHECK(described.unsupported);
+  CHECK_THAT(described.failure, Catch::Contains("predates StreamsGroupDescribe (Kafka 4.1"));
+  CHECK(broker.find_coordinators() == 0);
+}
+
+TEST_CASE("streams group listing: a broker without ListGroups v5 is unsupported, not an error",
+          "[kafka]") {
+  FakeBroker broker(FakeBroker::Behaviour::kKafka4);  // advertises no ListGroups
+  lagsight::kafka::BatchedOffsetFetcherOptions options;
+  options.bootstrap_servers = {broker.address()};
+  lagsight::kafka::StreamsGroupLister lister(options);
+  auto listed = lister.List(2s, 10s);
+  CHECK(listed.groups.empty());
+  CHECK(listed.unsupported);
+  CHECK_THAT(listed.failure, Catch::Contains("predates ListGroups v5"));
 }

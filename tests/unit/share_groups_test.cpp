@@ -171,10 +171,11 @@ TEST_CASE("share wire: DescribeCluster and ListGroups answers decode", "[kafka][
                                kNoTags});
   auto groups = wire::ParseListGroupsResponse(listed, 8);
   REQUIRE(groups.ok());
-  REQUIRE(groups->size() == 1);
-  CHECK((*groups)[0].group == "sg");
-  CHECK((*groups)[0].state == "Stable");
-  CHECK((*groups)[0].type == "Share");
+  CHECK(groups->error_code == 0);
+  REQUIRE(groups->groups.size() == 1);
+  CHECK(groups->groups[0].group == "sg");
+  CHECK(groups->groups[0].state == "Stable");
+  CHECK(groups->groups[0].type == "Share");
   for (std::size_t size = 0; size < listed.size(); ++size) {
     CHECK_FALSE(wire::ParseListGroupsResponse(
                     Bytes(listed.begin(), listed.begin() + static_cast<std::ptrdiff_t>(size)), 8)
