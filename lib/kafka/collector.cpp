@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kafka/log_offsets_poll.h"
 #include "kafka/poll_timing.h"
 #include "kafka/share_group_poll.h"
 
@@ -170,13 +171,6 @@ void AddStreamsGroups(const Deadline& deadline, KafkaAdmin& admin,
   }
 }
 
-// The topics whose log offsets a poll reads, and of them those a read_committed reader reads
-// (their last stable offsets are read too).
-struct LogTopics {
-  std::set<std::string> all;
-  std::set<std::string> read_committed;
-};
-
 // The members of `description` as a ConsumerGroup holds them: by member id, each once, their
 // assignments sorted, each partition once, narrowed to the topics the filter accepts. Both
 // describes (librdkafka's classic one, lagsight's ConsumerGroupDescribe) come through here; a
@@ -284,132 +278,6 @@ void ReportHiddenTopics(const std::map<std::string, GroupDescription>& descripti
           "group \"" + id + "\" is assigned topic \"" + topic +
           "\", which the cluster's metadata does not show to lagsight (no Describe permission on "
           "it, or being created or deleted): the group's lag on it is not reported");
-    }
-  }
-}
-
-// The cluster's topics the filter accepts into `snapshot`, and those the other reader reads into
-// `topics`.
-void AddClusterTopics(const std::map<std::string, std::int32_t>& counts,
-                      const ExtraReads& extra_reads, const config::NameFilter& topic_filter,
-                      KafkaSnapshot& snapshot, LogTopics& topics) {
-  for (const auto& [topic, count] : counts) {
-    if (!topic_filter.Accepts(topic)) continue;
-    snapshot.all_topics.push_back(topic);
-    const std::string unified = UnifyCollisionChars(topic);
-    if (extra_reads.unified_topics.contains(unified)) topics.all.insert(topic);
-    if (extra_reads.read_committed_topics.contains(unified)) {
-      topics.all.insert(topic);
-      topics.read_committed.insert(topic);
-    }
-  }
-}
-
-// Reads log-start and log-end offsets of every partition of `topics.all`, and the last stable
-// offsets of those of `topics.read_committed`. Fails (the poll) only when no log-end offset could
-// be read at all: then there is no lag to report.
-std::optional<Error> ReadLogOffsets(const LogTopics& topics,
-                                    const std::map<std::string, std::int32_t>& counts,
-                                    const Deadline& deadline, KafkaAdmin& admin,
-                                    KafkaSnapshot& snapshot) {
-  if (topics.all.empty()) return std::nullopt;
-  std::vector<TopicPartition> partitions;
-  for (const std::string& topic : topics.all) {
-    const auto count = counts.find(topic);
-    if (count == counts.end()) {
-      snapshot.partial_errors.push_back("topic \"" + topic +
-                                        "\" has committed offsets but does not exist");
-      continue;
-    }
-    snapshot.topic_partitions[topic] = count->second;
-    for (std::int32_t p = 0; p < count->second; ++p) {
-      partitions.push_back({topic, p});
-      snapshot.partitions[{topic, p}] = {};
-    }
-  }
-
-  auto log_end = admin.ListOffsets(partitions, OffsetSpec::kLatest, deadline.NextRequest());
-  if (!log_end) return log_end.error();
-  for (const auto& [tp, offset] : log_end->offsets) snapshot.partitions[tp].log_end = offset;
-  for (const std::string& error : log_end->errors) {
-    snapshot.partial_errors.push_back("log-end offset of " + error);
-  }
-
-  auto log_start = admin.ListOffsets(partitions, OffsetSpec::kEarliest, deadline.NextRequest());
-  if (log_start) {
-    for (const auto& [tp, offset] : log_start->offsets) snapshot.partitions[tp].log_start = offset;
-    for (const std::string& error : log_start->errors) {
-      snapshot.partial_errors.push_back("log-start offset of " + error);
-    }
-  } else {
-    snapshot.partial_errors.push_back(log_start.error().message);
-  }
-
-  std::vector<TopicPartition> stable;
-  for (const TopicPartition& tp : partitions) {
-    if (topics.read_committed.contains(tp.topic)) stable.push_back(tp);
-  }
-  if (stable.empty()) return std::nullopt;
-  // Without it a read_committed reader's lag falls back to the high watermark (kafka::ReadableEnd).
-  auto last_stable = admin.ListOffsets(stable, OffsetSpec::kLastStable, deadline.NextRequest());
-  if (last_stable) {
-    for (const auto& [tp, offset] : last_stable->offsets) {
-      snapshot.partitions[tp].last_stable = offset;
-    }
-    for (const std::string& error : last_stable->errors) {
-      snapshot.partial_errors.push_back("last stable offset of " + error);
-    }
-  } else {
-    snapshot.partial_errors.push_back("last stable offsets: " + last_stable.error().message);
-  }
-  return std::nullopt;
-}
-
-// Where each lagging group's oldest unconsumed record sits, with the largest lag of a group
-// waiting there: the committed offset, or the log start when retention deleted past the commit.
-std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot& snapshot) {
-  std::map<RecordKey, std::int64_t> positions;
-  for (const ConsumerGroup& group : snapshot.groups) {
-    for (const auto& [tp, committed] : group.committed) {
-      const auto offsets = snapshot.partitions.find(tp);
-      if (offsets == snapshot.partitions.end()) continue;
-      const auto end = ReadableEnd(offsets->second, group.read_committed);
-      if (!end) continue;
-      const std::int64_t lag = *end - committed;
-      if (lag <= 0) continue;
-      const std::int64_t position = std::max(committed, offsets->second.log_start.value_or(0));
-      if (position >= *end) continue;
-      std::int64_t& largest = positions[RecordKey{tp, position, group.read_committed}];
-      largest = std::max(largest, lag);
-    }
-  }
-  return positions;
-}
-
-// The lagging positions of the other reader, on the real topics their unified names stand for,
-// added to `positions` with their lag (a position two real topics fit is read on both: the join
-// decides later which is the job's, and reports the ambiguity).
-void AddExtraPositions(const ExtraReads& reads, const KafkaSnapshot& snapshot,
-                       std::map<RecordKey, std::int64_t>& positions) {
-  if (reads.positions.empty()) return;
-  std::map<std::string, std::vector<std::string>> real_topics;
-  for (const auto& [topic, count] : snapshot.topic_partitions) {
-    const std::string unified = UnifyCollisionChars(topic);
-    if (reads.unified_topics.contains(unified)) real_topics[unified].push_back(topic);
-  }
-  for (const auto& [unified, partition, position, read_committed] : reads.positions) {
-    const auto topics = real_topics.find(unified);
-    if (topics == real_topics.end()) continue;
-    for (const std::string& topic : topics->second) {
-      const auto offsets = snapshot.partitions.find({topic, partition});
-      if (offsets == snapshot.partitions.end()) continue;
-      const auto end = ReadableEnd(offsets->second, read_committed);
-      if (!end) continue;
-      if (position < offsets->second.log_start.value_or(0)) continue;  // deleted: nothing to date
-      const std::int64_t lag = *end - position;
-      if (lag <= 0) continue;
-      std::int64_t& largest = positions[RecordKey{{topic, partition}, position, read_committed}];
-      largest = std::max(largest, lag);
     }
   }
 }
