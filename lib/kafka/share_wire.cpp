@@ -7,7 +7,9 @@
 namespace lagsight::kafka::wire {
 namespace {
 
+using detail::DecodeBudget;
 using detail::Header;
+using detail::ReadAssignment;
 using detail::Reader;
 using detail::ReadHeader;
 using detail::Truncated;
@@ -117,31 +119,30 @@ namespace {
 // an assigned topic: its id, an empty name, no partitions, no tags.
 constexpr std::size_t kShareDescribedGroupBytes = 20;
 constexpr std::size_t kShareMemberBytes = 13;
-constexpr std::size_t kAssignedTopicBytes = 19;
 
 // Decodes a ShareGroupDescribe answer, charging what it decodes against a budget of bytes: the
 // first failure sticks.
 class ShareDescribeDecoder {
  public:
   ShareDescribeDecoder(std::span<const std::uint8_t> payload, std::size_t budget)
-      : reader_(payload), budget_(budget), limit_(budget) {}
+      : reader_(payload), budget_("ShareGroupDescribe", budget) {}
 
   Reader& reader() { return reader_; }
-  const std::optional<Error>& failure() const { return failure_; }
-  bool Fine() const { return reader_.ok() && !failure_; }
+  const std::optional<Error>& failure() const { return budget_.failure(); }
+  bool Fine() const { return reader_.ok() && !budget_.failure(); }
 
   DescribedShareGroup Group() {
     DescribedShareGroup group;
     group.error_code = reader_.Int16();
-    group.error_message = Charged(reader_.CompactString());
-    group.group = Charged(reader_.CompactString());
-    group.state = Charged(reader_.CompactString());
+    group.error_message = budget_.Charged(reader_.CompactString());
+    group.group = budget_.Charged(reader_.CompactString());
+    group.state = budget_.Charged(reader_.CompactString());
     reader_.Int32();          // group_epoch
     reader_.Int32();          // assignment_epoch
     reader_.CompactString();  // assignor_name
     const std::int64_t count = reader_.CompactArrayLength(kShareMemberBytes);
     const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
-    Charge(members * sizeof(GroupMember));  // before reserving
+    budget_.Charge(members * sizeof(GroupMember));  // before reserving
     if (Fine()) group.members.reserve(members);
     for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member());
     reader_.Int32();  // authorized_operations
@@ -150,57 +151,22 @@ class ShareDescribeDecoder {
   }
 
  private:
-  void Charge(std::size_t bytes) {
-    if (bytes > budget_ && !failure_) {
-      failure_ = Error{"ShareGroupDescribe response: decoded, it would take more than " +
-                       std::to_string(limit_) + " bytes"};
-    }
-    budget_ = bytes > budget_ ? 0 : budget_ - bytes;
-  }
-  std::string Charged(std::string_view text) {
-    Charge(text.size());
-    return std::string(text);
-  }
-
   GroupMember Member() {
     GroupMember member;
-    member.member_id = Charged(reader_.CompactString());
+    member.member_id = budget_.Charged(reader_.CompactString());
     reader_.CompactString();  // rack_id
     reader_.Int32();          // member_epoch
-    member.client_id = Charged(reader_.CompactString());
-    member.host = Charged(reader_.CompactString());
+    member.client_id = budget_.Charged(reader_.CompactString());
+    member.host = budget_.Charged(reader_.CompactString());
     const std::int64_t subscribed = reader_.CompactArrayLength(1);
     for (std::int64_t t = 0; reader_.ok() && t < subscribed; ++t) reader_.CompactString();
-    Assignment(member.assignment);
+    ReadAssignment(reader_, budget_, &member.assignment);
     reader_.SkipTaggedFields();
     return member;
   }
 
-  void Assignment(std::vector<TopicPartition>& out) {
-    const std::int64_t topics = reader_.CompactArrayLength(kAssignedTopicBytes);
-    for (std::int64_t t = 0; Fine() && t < topics; ++t) {
-      reader_.Skip(kUuidBytes);  // topic_id: lagsight names topics
-      const std::string_view name = reader_.CompactString();
-      if (reader_.ok() && (name.empty() || name.size() > kMaxTopicNameLength) && !failure_) {
-        failure_ =
-            Error{"ShareGroupDescribe response: a topic name of " + std::to_string(name.size()) +
-                  " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")"};
-      }
-      const std::int64_t partitions = reader_.CompactArrayLength(4);
-      for (std::int64_t p = 0; Fine() && p < partitions; ++p) {
-        const std::int32_t partition = reader_.Int32();
-        Charge(sizeof(TopicPartition) + name.size());
-        if (Fine()) out.push_back(TopicPartition{std::string(name), partition});
-      }
-      reader_.SkipTaggedFields();
-    }
-    reader_.SkipTaggedFields();
-  }
-
   Reader reader_;
-  std::size_t budget_;
-  std::size_t limit_;
-  std::optional<Error> failure_;
+  DecodeBudget budget_;
 };
 
 }  // namespace

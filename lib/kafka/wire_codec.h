@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "kafka/wire.h"
@@ -177,6 +178,68 @@ inline std::optional<Error> ReadHeader(Reader& reader, std::int32_t correlation_
 
 inline Error Truncated(const char* api) {
   return Error{std::string(api) + " response: truncated or malformed"};
+}
+
+// What a describe decoder (ConsumerGroupDescribe, ShareGroupDescribe, StreamsGroupDescribe) may
+// keep of one answer, in bytes, and its first failure beyond the reader's own (sticky): an answer
+// that would decode to more than the budget, or that names a topic Kafka would not allow, fails.
+class DecodeBudget {
+ public:
+  DecodeBudget(const char* api, std::size_t bytes) : api_(api), left_(bytes), limit_(bytes) {}
+
+  const std::optional<Error>& failure() const { return failure_; }
+
+  void Charge(std::size_t bytes) {
+    if (bytes > left_) {
+      Fail(std::string(api_) + " response: decoded, it would take more than " +
+           std::to_string(limit_) + " bytes");
+    }
+    left_ = bytes > left_ ? 0 : left_ - bytes;
+  }
+  std::string Charged(std::string_view text) {
+    Charge(text.size());
+    return std::string(text);
+  }
+  // A topic name as Kafka allows them (1 to kMaxTopicNameLength characters), or the answer fails.
+  void CheckTopicName(std::string_view name) {
+    if (name.empty() || name.size() > kMaxTopicNameLength) {
+      Fail(std::string(api_) + " response: a topic name of " + std::to_string(name.size()) +
+           " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")");
+    }
+  }
+
+ private:
+  void Fail(std::string message) {
+    if (!failure_) failure_ = Error{std::move(message)};
+  }
+
+  const char* api_;
+  std::size_t left_;
+  std::size_t limit_;
+  std::optional<Error> failure_;
+};
+
+// An Assignment of ConsumerGroupDescribe and ShareGroupDescribe (topics by id and name, each with
+// its partitions): its partitions into `out`, charged to `budget`, or skipped when `out` is null.
+inline void ReadAssignment(Reader& reader, DecodeBudget& budget, std::vector<TopicPartition>* out) {
+  constexpr std::size_t kAssignedTopicBytes = 19;  // id, an empty name, no partitions, no tags
+  constexpr std::size_t kUuidBytes = 16;
+  const std::int64_t topics = reader.CompactArrayLength(kAssignedTopicBytes);
+  for (std::int64_t t = 0; reader.ok() && !budget.failure() && t < topics; ++t) {
+    reader.Skip(kUuidBytes);  // topic_id: lagsight names topics
+    const std::string_view name = reader.CompactString();
+    if (reader.ok()) budget.CheckTopicName(name);
+    const std::int64_t partitions = reader.CompactArrayLength(4);
+    for (std::int64_t p = 0; reader.ok() && !budget.failure() && p < partitions; ++p) {
+      const std::int32_t partition = reader.Int32();
+      if (out == nullptr) continue;
+      budget.Charge(sizeof(TopicPartition) + name.size());
+      if (reader.ok() && !budget.failure())
+        out->push_back(TopicPartition{std::string(name), partition});
+    }
+    reader.SkipTaggedFields();
+  }
+  reader.SkipTaggedFields();
 }
 
 }  // namespace lagsight::kafka::wire::detail

@@ -9,6 +9,7 @@
 namespace lagsight::kafka::wire {
 namespace {
 
+using detail::DecodeBudget;
 using detail::Header;
 using detail::Reader;
 using detail::ReadHeader;
@@ -30,25 +31,25 @@ constexpr std::size_t kStreamsMemberBytes = 28;
 class StreamsDescribeDecoder {
  public:
   StreamsDescribeDecoder(std::span<const std::uint8_t> payload, std::size_t budget)
-      : reader_(payload), budget_(budget), limit_(budget) {}
+      : reader_(payload), budget_("StreamsGroupDescribe", budget) {}
 
   Reader& reader() { return reader_; }
-  const std::optional<Error>& failure() const { return failure_; }
-  bool Fine() const { return reader_.ok() && !failure_; }
+  const std::optional<Error>& failure() const { return budget_.failure(); }
+  bool Fine() const { return reader_.ok() && !budget_.failure(); }
 
   DescribedConsumerGroup Group() {
     DescribedConsumerGroup group;
     group.error_code = reader_.Int16();
-    group.error_message = Charged(reader_.CompactString());
-    group.group = Charged(reader_.CompactString());
-    group.state = Charged(reader_.CompactString());
+    group.error_message = budget_.Charged(reader_.CompactString());
+    group.group = budget_.Charged(reader_.CompactString());
+    group.state = budget_.Charged(reader_.CompactString());
     reader_.Int32();  // group_epoch
     reader_.Int32();  // assignment_epoch
     // subtopology id -> the topics its tasks read
     std::map<std::string, std::vector<std::string>, std::less<>> topology = Topology();
     const std::int64_t count = reader_.CompactArrayLength(kStreamsMemberBytes);
     const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
-    Charge(members * sizeof(GroupMember));  // before reserving
+    budget_.Charge(members * sizeof(GroupMember));  // before reserving
     if (Fine()) group.members.reserve(members);
     for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member(topology));
     reader_.Int32();  // authorized_operations
@@ -57,24 +58,9 @@ class StreamsDescribeDecoder {
   }
 
  private:
-  void Charge(std::size_t bytes) {
-    if (bytes > budget_ && !failure_) {
-      failure_ = Error{"StreamsGroupDescribe response: decoded, it would take more than " +
-                       std::to_string(limit_) + " bytes"};
-    }
-    budget_ = bytes > budget_ ? 0 : budget_ - bytes;
-  }
-  std::string Charged(std::string_view text) {
-    Charge(text.size());
-    return std::string(text);
-  }
   std::string TopicName(std::string_view name) {
-    if (reader_.ok() && (name.empty() || name.size() > kMaxTopicNameLength) && !failure_) {
-      failure_ =
-          Error{"StreamsGroupDescribe response: a topic name of " + std::to_string(name.size()) +
-                " characters (Kafka allows 1 to " + std::to_string(kMaxTopicNameLength) + ")"};
-    }
-    return Charged(name);
+    if (reader_.ok()) budget_.CheckTopicName(name);
+    return budget_.Charged(name);
   }
 
   void SkipStrings() {
@@ -109,7 +95,7 @@ class StreamsDescribeDecoder {
     reader_.Int32();  // epoch
     const std::int64_t count = reader_.CompactArrayLength(kSubtopologyBytes);
     for (std::int64_t s = 0; Fine() && s < count; ++s) {
-      std::vector<std::string>& topics = topology[Charged(reader_.CompactString())];
+      std::vector<std::string>& topics = topology[budget_.Charged(reader_.CompactString())];
       const std::int64_t sources = reader_.CompactArrayLength(1);
       for (std::int64_t t = 0; Fine() && t < sources; ++t) {
         topics.push_back(TopicName(reader_.CompactString()));
@@ -125,12 +111,12 @@ class StreamsDescribeDecoder {
 
   GroupMember Member(const std::map<std::string, std::vector<std::string>, std::less<>>& topology) {
     GroupMember member;
-    member.member_id = Charged(reader_.CompactString());
-    reader_.Int32();                                              // member_epoch
-    member.group_instance_id = Charged(reader_.CompactString());  // null: ""
-    reader_.CompactString();                                      // rack_id
-    member.client_id = Charged(reader_.CompactString());
-    member.host = Charged(reader_.CompactString());
+    member.member_id = budget_.Charged(reader_.CompactString());
+    reader_.Int32();                                                      // member_epoch
+    member.group_instance_id = budget_.Charged(reader_.CompactString());  // null: ""
+    reader_.CompactString();                                              // rack_id
+    member.client_id = budget_.Charged(reader_.CompactString());
+    member.host = budget_.Charged(reader_.CompactString());
     reader_.Int32();            // topology_epoch
     reader_.CompactString();    // process_id
     if (reader_.Int8() >= 0) {  // user_endpoint, nullable
@@ -168,7 +154,7 @@ class StreamsDescribeDecoder {
           const std::int32_t partition = reader_.Int32();
           if (kind != 0 || out == nullptr || found == topology.end()) continue;
           for (const std::string& topic : found->second) {
-            Charge(sizeof(TopicPartition) + topic.size());
+            budget_.Charge(sizeof(TopicPartition) + topic.size());
             if (Fine()) out->push_back(TopicPartition{topic, partition});
           }
         }
@@ -179,9 +165,7 @@ class StreamsDescribeDecoder {
   }
 
   Reader reader_;
-  std::size_t budget_;
-  std::size_t limit_;
-  std::optional<Error> failure_;
+  DecodeBudget budget_;
 };
 
 }  // namespace
