@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kafka/accepted_members.h"
 #include "kafka/log_offsets_poll.h"
 #include "kafka/poll_timing.h"
 #include "kafka/share_group_poll.h"
@@ -171,33 +172,6 @@ void AddStreamsGroups(const Deadline& deadline, KafkaAdmin& admin,
   }
 }
 
-// The members of `description` as a ConsumerGroup holds them: by member id, each once, their
-// assignments sorted, each partition once, narrowed to the topics the filter accepts. Both
-// describes (librdkafka's classic one, lagsight's ConsumerGroupDescribe) come through here; a
-// member or partition an answer names twice would otherwise be a duplicate series, and
-// Prometheus rejects a whole scrape for one.
-std::vector<GroupMember> AcceptedMembers(const GroupDescription& description,
-                                         const config::KafkaClusterConfig& cluster) {
-  std::vector<GroupMember> members = description.member_list;
-  const auto by_id = [](const GroupMember& a, const GroupMember& b) {
-    return a.member_id < b.member_id;
-  };
-  std::stable_sort(members.begin(), members.end(), by_id);
-  members.erase(std::unique(members.begin(), members.end(),
-                            [](const GroupMember& a, const GroupMember& b) {
-                              return a.member_id == b.member_id;
-                            }),
-                members.end());
-  for (GroupMember& member : members) {
-    std::erase_if(member.assignment,
-                  [&](const TopicPartition& tp) { return !cluster.topics.Accepts(tp.topic); });
-    std::sort(member.assignment.begin(), member.assignment.end());
-    member.assignment.erase(std::unique(member.assignment.begin(), member.assignment.end()),
-                            member.assignment.end());
-  }
-  return members;
-}
-
 // A listed group as the poll reports it, before its committed offsets: kind, state and members
 // from its description where that can be trusted (for a KIP-848 group, from `consumer`, its
 // ConsumerGroupDescribe answer, for a streams group its StreamsGroupDescribe answer, when there is
@@ -215,13 +189,13 @@ ConsumerGroup GroupOf(const GroupListing& listing, const GroupDescription* descr
   group.state = described_ok ? description->state : listing.state;
   if (described_ok) {
     group.members = description->members;
-    group.member_list = AcceptedMembers(*description, cluster);
+    group.member_list = AcceptedMembers(description->member_list, cluster.topics);
   }
   if ((group.kind == GroupKind::kConsumer || group.kind == GroupKind::kStreams) &&
       consumer != nullptr) {
     if (!consumer->state.empty()) group.state = consumer->state;
     group.members = consumer->members;
-    group.member_list = AcceptedMembers(*consumer, cluster);
+    group.member_list = AcceptedMembers(consumer->member_list, cluster.topics);
   }
   if (listing.simple && description == nullptr) group.members = 0;  // not described
   return group;

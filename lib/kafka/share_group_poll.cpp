@@ -5,31 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "kafka/accepted_members.h"
+
 namespace lagsight::kafka {
-namespace {
-
-// Its members by id, each once, their assignments sorted, each partition once, narrowed to the
-// topics the filter accepts (as consumer groups' members are: a duplicate series would make
-// Prometheus reject the whole scrape).
-void NormaliseMembers(std::vector<GroupMember>& members, const config::NameFilter& topics) {
-  std::stable_sort(members.begin(), members.end(), [](const GroupMember& a, const GroupMember& b) {
-    return a.member_id < b.member_id;
-  });
-  members.erase(std::unique(members.begin(), members.end(),
-                            [](const GroupMember& a, const GroupMember& b) {
-                              return a.member_id == b.member_id;
-                            }),
-                members.end());
-  for (GroupMember& member : members) {
-    std::erase_if(member.assignment,
-                  [&](const TopicPartition& tp) { return !topics.Accepts(tp.topic); });
-    std::sort(member.assignment.begin(), member.assignment.end());
-    member.assignment.erase(std::unique(member.assignment.begin(), member.assignment.end()),
-                            member.assignment.end());
-  }
-}
-
-}  // namespace
 
 void ReadShareGroups(KafkaAdmin& admin, const config::KafkaClusterConfig& cluster,
                      std::chrono::milliseconds request_timeout,
@@ -71,8 +49,7 @@ void ReadShareGroups(KafkaAdmin& admin, const config::KafkaClusterConfig& cluste
         log_topics.insert(partition.partition.topic);
       }
       group.members = answered.members;
-      group.member_list = std::move(answered.member_list);
-      NormaliseMembers(group.member_list, cluster.topics);
+      group.member_list = AcceptedMembers(std::move(answered.member_list), cluster.topics);
     }
   }
   snapshot.share_groups.reserve(groups.size());
