@@ -10,31 +10,22 @@
 #include "fake_kafka_admin.h"
 #include "kafka/collector.h"
 #include "kafka/wire.h"
+#include "wire_bytes.h"
 
 namespace {
 
 namespace wire = lagsight::kafka::wire;
-using Bytes = std::vector<std::uint8_t>;
 using lagsight::kafka::GroupKind;
 using lagsight::kafka::GroupMember;
 using lagsight::kafka::TopicPartition;
-
-Bytes Concat(std::initializer_list<Bytes> parts) {
-  Bytes all;
-  for (const Bytes& part : parts) all.insert(all.end(), part.begin(), part.end());
-  return all;
-}
-Bytes Text(const std::string& text) { return Bytes(text.begin(), text.end()); }
-Bytes Compact(const std::string& text) {  // short COMPACT_STRING
-  return Concat({{static_cast<std::uint8_t>(text.size() + 1)}, Text(text)});
-}
-Bytes Int32(std::uint32_t value) {
-  return {static_cast<std::uint8_t>(value >> 24), static_cast<std::uint8_t>(value >> 16),
-          static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value)};
-}
-const Bytes kNull = {0x00};    // null COMPACT_NULLABLE_STRING
-const Bytes kNoTags = {0x00};  // empty tag buffer
-const Bytes kUuid(16, 0xAB);   // a topic id
+using lagsight::test::wire_bytes::Bytes;
+using lagsight::test::wire_bytes::Compact;
+using lagsight::test::wire_bytes::Concat;
+using lagsight::test::wire_bytes::Int32;
+using lagsight::test::wire_bytes::kNoTags;
+using lagsight::test::wire_bytes::kNull;
+using lagsight::test::wire_bytes::kUuid;
+using lagsight::test::wire_bytes::Text;
 
 // An Assignment: one topic with the given partitions.
 Bytes Assignment(const std::string& topic, const std::vector<std::uint32_t>& partitions) {

@@ -11,38 +11,25 @@
 #include "fake_kafka_admin.h"
 #include "kafka/collector.h"
 #include "kafka/wire_streams.h"
+#include "wire_bytes.h"
 
 namespace {
 
 namespace wire = lagsight::kafka::wire;
-using Bytes = std::vector<std::uint8_t>;
 using lagsight::kafka::GroupKind;
 using lagsight::kafka::TopicPartition;
+using lagsight::test::wire_bytes::Bytes;
+using lagsight::test::wire_bytes::Compact;
+using lagsight::test::wire_bytes::Concat;
+using lagsight::test::wire_bytes::Int16;
+using lagsight::test::wire_bytes::Int32;
+using lagsight::test::wire_bytes::Int64;
+using lagsight::test::wire_bytes::kNoTags;
+using lagsight::test::wire_bytes::kNull;
+using lagsight::test::wire_bytes::Text;
 
-Bytes Concat(std::initializer_list<Bytes> parts) {
-  Bytes all;
-  for (const Bytes& part : parts) all.insert(all.end(), part.begin(), part.end());
-  return all;
-}
-Bytes Text(const std::string& text) { return Bytes(text.begin(), text.end()); }
-Bytes Compact(const std::string& text) {  // short COMPACT_STRING
-  return Concat({{static_cast<std::uint8_t>(text.size() + 1)}, Text(text)});
-}
-Bytes Int16(std::uint16_t value) {
-  return {static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value)};
-}
-Bytes Int32(std::uint32_t value) {
-  return {static_cast<std::uint8_t>(value >> 24), static_cast<std::uint8_t>(value >> 16),
-          static_cast<std::uint8_t>(value >> 8), static_cast<std::uint8_t>(value)};
-}
-Bytes Int64(std::uint64_t value) {
-  return Concat(
-      {Int32(static_cast<std::uint32_t>(value >> 32)), Int32(static_cast<std::uint32_t>(value))});
-}
 Bytes Count(std::size_t count) { return {static_cast<std::uint8_t>(count + 1)}; }  // short
-const Bytes kNull = {0x00};    // null COMPACT_NULLABLE_STRING or array
-const Bytes kNoTags = {0x00};  // empty tag buffer
-const Bytes kEmpty = {0x01};   // empty COMPACT_ARRAY
+const Bytes kEmpty = {0x01};  // empty COMPACT_ARRAY
 
 // A TaskIds: subtopology and partitions.
 Bytes Tasks(const std::string& subtopology, const std::vector<std::uint32_t>& partitions) {
