@@ -8,7 +8,9 @@ namespace lagsight::kafka::wire {
 namespace {
 
 using detail::DecodeBudget;
+using detail::DescribeGroupsRequest;
 using detail::Header;
+using detail::ParseDescribedGroups;
 using detail::ReadAssignment;
 using detail::Reader;
 using detail::ReadHeader;
@@ -40,13 +42,8 @@ Bytes DescribeShareGroupOffsetsRequest(std::int32_t correlation_id, std::string_
 
 Bytes ShareGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
                                 const std::vector<std::string_view>& groups) {
-  Writer writer =
-      Header(kShareGroupDescribe, kShareGroupDescribeVersion, correlation_id, client_id, true);
-  writer.CompactArrayLength(groups.size());
-  for (std::string_view group : groups) writer.CompactString(group);
-  writer.Bool(false);  // include_authorized_operations
-  writer.NoTaggedFields();
-  return std::move(writer).Frame();
+  return DescribeGroupsRequest(kShareGroupDescribe, kShareGroupDescribeVersion, correlation_id,
+                               client_id, groups);
 }
 
 namespace {
@@ -175,21 +172,8 @@ Result<std::vector<DescribedShareGroup>> ParseShareGroupDescribeResponse(
     std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::size_t max_groups,
     std::size_t max_decoded_bytes) {
   ShareDescribeDecoder decoder(payload, max_decoded_bytes);
-  Reader& reader = decoder.reader();
-  if (auto error = ReadHeader(reader, correlation_id, true, "ShareGroupDescribe")) return *error;
-  reader.Int32();  // throttle_time_ms
-  const std::int64_t count = reader.CompactArrayLength(kShareDescribedGroupBytes);
-  if (count > static_cast<std::int64_t>(max_groups)) {
-    return Error{"ShareGroupDescribe response: " + std::to_string(count) + " groups, asked for " +
-                 std::to_string(max_groups)};
-  }
-  std::vector<DescribedShareGroup> groups;
-  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-  for (std::int64_t g = 0; decoder.Fine() && g < count; ++g) groups.push_back(decoder.Group());
-  reader.SkipTaggedFields();
-  if (decoder.failure()) return *decoder.failure();
-  if (!reader.ok()) return Truncated("ShareGroupDescribe");
-  return groups;
+  return ParseDescribedGroups(decoder, "ShareGroupDescribe", correlation_id,
+                              kShareDescribedGroupBytes, max_groups);
 }
 
 }  // namespace lagsight::kafka::wire

@@ -10,7 +10,9 @@ namespace lagsight::kafka::wire {
 namespace {
 
 using detail::DecodeBudget;
+using detail::DescribeGroupsRequest;
 using detail::Header;
+using detail::ParseDescribedGroups;
 using detail::ReadAssignment;
 using detail::Reader;
 using detail::ReadHeader;
@@ -63,12 +65,7 @@ Bytes OffsetFetchRequest(std::int32_t correlation_id, std::string_view client_id
 Bytes ConsumerGroupDescribeRequest(std::int32_t correlation_id, std::string_view client_id,
                                    std::int16_t version,
                                    const std::vector<std::string_view>& groups) {
-  Writer writer = Header(kConsumerGroupDescribe, version, correlation_id, client_id, true);
-  writer.CompactArrayLength(groups.size());
-  for (std::string_view group : groups) writer.CompactString(group);
-  writer.Bool(false);  // include_authorized_operations
-  writer.NoTaggedFields();
-  return std::move(writer).Frame();
+  return DescribeGroupsRequest(kConsumerGroupDescribe, version, correlation_id, client_id, groups);
 }
 
 Result<std::map<std::int16_t, VersionRange>> ParseApiVersionsResponse(
@@ -234,25 +231,8 @@ Result<std::vector<DescribedConsumerGroup>> ParseConsumerGroupDescribeResponse(
     std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::int16_t version,
     std::size_t max_groups, std::size_t max_decoded_bytes) {
   DescribeDecoder decoder(payload, version, max_decoded_bytes);
-  Reader& reader = decoder.reader();
-  if (auto error = ReadHeader(reader, correlation_id, true, "ConsumerGroupDescribe")) {
-    return *error;
-  }
-  reader.Int32();  // throttle_time_ms
-  const std::int64_t count = reader.CompactArrayLength(kDescribedGroupBytes);
-  if (count > static_cast<std::int64_t>(max_groups)) {
-    return Error{"ConsumerGroupDescribe response: " + std::to_string(count) +
-                 " groups, asked for " + std::to_string(max_groups)};
-  }
-  std::vector<DescribedConsumerGroup> groups;
-  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-  for (std::int64_t g = 0; reader.ok() && !decoder.failure() && g < count; ++g) {
-    groups.push_back(decoder.Group());
-  }
-  reader.SkipTaggedFields();
-  if (decoder.failure()) return *decoder.failure();
-  if (!reader.ok()) return Truncated("ConsumerGroupDescribe");
-  return groups;
+  return ParseDescribedGroups(decoder, "ConsumerGroupDescribe", correlation_id,
+                              kDescribedGroupBytes, max_groups);
 }
 
 std::int32_t FrameSize(std::span<const std::uint8_t, 4> prefix) {

@@ -7,6 +7,7 @@
 // detail namespace.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -240,6 +241,45 @@ inline void ReadAssignment(Reader& reader, DecodeBudget& budget, std::vector<Top
     reader.SkipTaggedFields();
   }
   reader.SkipTaggedFields();
+}
+
+// A describe request of ConsumerGroupDescribe, ShareGroupDescribe or StreamsGroupDescribe: the
+// three share one body, the groups and no authorized operations.
+inline Bytes DescribeGroupsRequest(std::int16_t api_key, std::int16_t version,
+                                   std::int32_t correlation_id, std::string_view client_id,
+                                   const std::vector<std::string_view>& groups) {
+  Writer writer = Header(api_key, version, correlation_id, client_id, true);
+  writer.CompactArrayLength(groups.size());
+  for (std::string_view group : groups) writer.CompactString(group);
+  writer.Bool(false);  // include_authorized_operations
+  writer.NoTaggedFields();
+  return std::move(writer).Frame();
+}
+
+// The frame around a describe answer's groups, the same for the three APIs: the header, the
+// throttle time, the groups (each read by `decoder.Group()`, whose failure sticks), tags. An
+// answer naming more groups than `max_groups` (those asked for) fails before any is read.
+template <typename Decoder>
+auto ParseDescribedGroups(Decoder& decoder, const char* api, std::int32_t correlation_id,
+                          std::size_t min_group_bytes, std::size_t max_groups)
+    -> Result<std::vector<decltype(decoder.Group())>> {
+  Reader& reader = decoder.reader();
+  if (auto error = ReadHeader(reader, correlation_id, true, api)) return *error;
+  reader.Int32();  // throttle_time_ms
+  const std::int64_t count = reader.CompactArrayLength(min_group_bytes);
+  if (count > static_cast<std::int64_t>(max_groups)) {
+    return Error{std::string(api) + " response: " + std::to_string(count) + " groups, asked for " +
+                 std::to_string(max_groups)};
+  }
+  std::vector<decltype(decoder.Group())> groups;
+  groups.reserve(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::int64_t g = 0; reader.ok() && !decoder.failure() && g < count; ++g) {
+    groups.push_back(decoder.Group());
+  }
+  reader.SkipTaggedFields();
+  if (decoder.failure()) return *decoder.failure();
+  if (!reader.ok()) return Truncated(api);
+  return groups;
 }
 
 }  // namespace lagsight::kafka::wire::detail
