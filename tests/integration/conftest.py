@@ -147,7 +147,8 @@ class LagsightProcess:
 
     def _running_or_fail(self) -> bool:
         if not self.running:
-            raise AssertionError(f"lagsight exited with {self._process.returncode}; see its log")
+            raise AssertionError(f"lagsight exited with {self._process.returncode}; its log ends:"
+                                 f"\n{self.log_tail(12)}")
         return True
 
     def get(self, path: str) -> tuple[int, str]:
@@ -192,6 +193,13 @@ class LagsightProcess:
         first_completion = self.last_poll(first)
         return self.wait_for(lambda m: self.last_poll(m) > first_completion,
                              f"a successful poll completing after {first_completion:.3f}")
+
+    def log_tail(self, lines: int) -> str:
+        """The log's last lines, for a failure's message."""
+        if not self.log_file.exists():
+            return f"({self.log_file} is missing)"
+        tail = self.log_file.read_text(errors="replace").splitlines()[-lines:]
+        return "\n".join([f"- {self.log_file}:", *tail])
 
     def stop(self) -> int | None:
         """SIGTERM, then SIGKILL after 10 s; returns the exit code (None if never started)."""
@@ -305,5 +313,10 @@ def start_lagsight(lagsight_binary: Path, tmp_path: Path, request: pytest.Fixtur
 
     yield start
     exit_codes = [process.stop() for process in processes]
+    # The log's end goes into the message itself: CI shows a failure's first lines, and a
+    # crash's reason (libstdc++'s "terminate called after...", a librdkafka assertion) is
+    # the last thing the process wrote.
     assert all(code == 0 for code in exit_codes), (
-        f"lagsight exit codes after SIGTERM: {exit_codes} (expected 0)")
+        f"lagsight exit codes after SIGTERM: {exit_codes} (expected 0); the logs end:\n" +
+        "\n".join(process.log_tail(12) for process, code in zip(processes, exit_codes)
+                  if code != 0))
