@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <chrono>
 
+#include "app/poll_guard.h"
 #include "flink/client_options.h"
 #include "metrics/flink_metrics.h"
 
@@ -34,7 +35,12 @@ void FlinkSource::Poll(const analysis::SourcesView&, Done done) {
         const double requested_at =
             std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                 .count();
-        auto polled = co_await collector->Poll();
+        Result<flink::FlinkSnapshot> polled = Error{"not polled"};
+        try {
+          polled = co_await collector->Poll();
+        } catch (const std::exception& thrown) {  // see app/poll_guard.h
+          polled = InternalPollError("flink cluster \"" + self->name() + "\"", thrown);
+        }
         std::optional<std::string> error;
         if (polled) {
           polled->requested_at = requested_at;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <limits>
 
+#include "app/poll_guard.h"
 #include "metrics/kafka_metrics.h"
 
 namespace lagsight::app {
@@ -33,7 +34,8 @@ void KafkaSource::Poll(const analysis::SourcesView& sources, Done done) {
     const auto started = std::chrono::steady_clock::now();
     const double requested_at =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto polled = collector->Poll(reads);
+    auto polled = PollGuarded("kafka cluster \"" + self->config_.name + "\"",
+                              [&] { return collector->Poll(reads); });
     std::optional<std::string> error;
     std::optional<kafka::KafkaSnapshot> snapshot;
     if (polled) {

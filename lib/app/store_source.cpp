@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 
+#include "app/poll_guard.h"
 #include "metrics/store_metrics.h"
 
 namespace lagsight::app {
@@ -58,7 +59,8 @@ void StoreSource::Poll(const analysis::SourcesView& sources, Done done) {
           .count();
     };
     const double requested_at = unix_now();
-    auto polled = collector->Poll(reads);
+    auto polled =
+        PollGuarded("store \"" + self->config_.name + "\"", [&] { return collector->Poll(reads); });
     analysis::StoreReadings::Reading reading;
     std::optional<std::string> error;
     if (polled) {
