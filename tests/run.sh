@@ -38,7 +38,7 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 # clone (2 cores): 45:07 in all, lane 1 28:30, lane 2 ~35:30 with Prometheus end to end in it,
 # so that module (~3 minutes, mostly waiting for alert rules) moved to lane 1. The lanes were
 # even again at 32:53 each (41:55 in all); of the two Kafka 4.3.2 modules that came after, the
-# share groups' (~1.5 min, two brokers) runs here, the streams groups' (~1 min) in lane 1.
+# share groups' (~1.3 min, three brokers) runs here, the streams groups' (~1 min) in lane 1.
 quiet_modules=(test_position_stores test_lateness test_late_flink_answers test_legacy_consumer
   test_default_polls test_status_page test_bottleneck test_share_groups)
 sanitized_modules=(test_daemon test_flink_faults test_flink)

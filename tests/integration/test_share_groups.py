@@ -1,5 +1,6 @@
 """Share groups (KIP-932) on a real Kafka 4.3.2 broker: listed with kind "share", their start offset
-and lag per partition as Kafka's own ``kafka-share-groups.sh --describe`` reports them.
+and lag per partition as Kafka's own ``kafka-share-groups.sh --describe`` reports them; on Kafka
+4.1.1, whose coordinator reports no lag, the upper bound lagsight derives instead.
 
 librdkafka 2.0.2 (lagsight's client) lists groups with ListGroups v4, which Kafka 4.3.2 answers
 without share groups; lagsight lists them itself (ListGroups v5, types ["share"]) and reads their
@@ -37,10 +38,10 @@ SHARE_FAMILIES = {"lagsight_kafka_group_info", "lagsight_kafka_group_members",
 MEMBERS_HEADER = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
 
 
-def tool(main_class: str, *args: str, timeout: float = 90.0) -> str:
-    """One of Kafka 4.3.2's CLI classes (kafka.run_kafka_tool runs the default release's)."""
+def tool(main_class: str, *args: str, timeout: float = 90.0, version: str = KAFKA_VERSION) -> str:
+    """One of Kafka's CLI classes, of 4.3.2 unless ``version`` says otherwise."""
     result = subprocess.run(["java", *kafka.TOOL_JVM_OPTIONS, "-cp",
-                             kafka.kafka_classpath(KAFKA_VERSION), main_class, *args],
+                             kafka.kafka_classpath(version), main_class, *args],
                             capture_output=True, text=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{main_class} {' '.join(args)} exited {result.returncode}:\n"
@@ -104,16 +105,18 @@ def tool_members(bootstrap: str, group: str) -> dict[str, tuple[str, str, frozen
     return members
 
 
-def consume_and_exit(bootstrap: str, topic: str, group: str, records: int) -> None:
+def consume_and_exit(bootstrap: str, topic: str, group: str, records: int,
+                     version: str = KAFKA_VERSION) -> None:
     """A console share consumer that takes ``records`` records (acknowledging them) and leaves."""
     tool(CONSOLE_SHARE_CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--group",
-         group, "--max-messages", str(records), "--timeout-ms", "30000")
+         group, "--max-messages", str(records), "--timeout-ms", "30000", version=version)
 
 
-def read_from_earliest(bootstrap: str, group: str) -> None:
+def read_from_earliest(bootstrap: str, group: str, version: str = KAFKA_VERSION) -> None:
     """share.auto.offset.reset=earliest: the group starts at the records already produced."""
     tool(kafka.CONFIG_COMMAND, "--bootstrap-server", bootstrap, "--alter", "--entity-type",
-         "groups", "--entity-name", group, "--add-config", "share.auto.offset.reset=earliest")
+         "groups", "--entity-name", group, "--add-config", "share.auto.offset.reset=earliest",
+         version=version)
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +274,55 @@ def test_broker_without_share_groups_said_once(old_broker, start_lagsight, reque
             if "share groups are not read" in line]
     assert len(said) == 1, said
     assert "predates share groups" in said[0] and "level=info" in said[0]
+
+
+PREVIEW_VERSION = "4.1.1"  # share groups in preview, DescribeShareGroupOffsets without lag
+
+
+@pytest.fixture(scope="module")
+def preview_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """Kafka 4.1.1 with share groups switched on (group.share.enable; off by default there)."""
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-4.1.1"), kafka_version=PREVIEW_VERSION,
+                     extra_properties={"group.share.enable": "true"}) as broker:
+        yield broker
+
+
+def test_share_group_lag_without_the_coordinators_count_is_an_upper_bound(
+        preview_broker, start_lagsight, unique_prefix, request):
+    """Kafka 4.1.1 reports no share-partition lag (KIP-1226 came in 4.3): lagsight exports log end
+    minus start offset, labelled source="upper_bound", equal to GetOffsetShell's latest offset
+    minus the tool's START-OFFSET, and no coordinator count."""
+    _register_log_for_failures(request, "kafka 4.1.1 broker log", preview_broker.log_file)
+    bootstrap, prefix = preview_broker.bootstrap, unique_prefix
+    topic, group = f"{prefix}-orders", f"{prefix}-share"
+    workload.create_topic(bootstrap, topic, 3)
+    workload.produce(bootstrap, topic, [10, 20, 30])
+    read_from_earliest(bootstrap, group, version=PREVIEW_VERSION)
+    consume_and_exit(bootstrap, topic, group, 25, version=PREVIEW_VERSION)
+    lagsight = start_lagsight(bootstrap)
+
+    def tool_starts() -> dict[tuple[str, int], int]:
+        rows = table(tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe",
+                          "--group", group, version=PREVIEW_VERSION),
+                     ["GROUP", "TOPIC", "PARTITION", "START-OFFSET"])
+        return {(row_topic, int(partition)): int(start)
+                for row_group, row_topic, partition, start in rows
+                if row_group == group and start != "-"}
+    before = tool_starts()
+    log_ends = kafka.topic_offsets(bootstrap, topic, "latest")
+    assert before, "the tool shows no partition of the share group"
+    metrics = lagsight.wait_for_fresh_poll(time.time())
+    assert tool_starts() == before, "the share group moved meanwhile"
+
+    lags = {(dict(labels)["topic"], int(dict(labels)["partition"]), dict(labels)["source"]):
+            int(value)
+            for labels, value in promtext.select(
+                metrics, "lagsight_kafka_share_group_lag_records",
+                kafka_cluster=lagsight.cluster, group=group).items()}
+    # Partitions the tool shows without a start offset (no state yet) have no series.
+    assert lags == {(*tp, "upper_bound"): log_ends[tp] - start for tp, start in before.items()}
+    starts = promtext.select(metrics, "lagsight_kafka_share_group_start_offset",
+                             kafka_cluster=lagsight.cluster, group=group)
+    assert {(dict(labels)["topic"], int(dict(labels)["partition"])): int(value)
+            for labels, value in starts.items()} == before
+    assert series_naming(metrics, group) <= SHARE_FAMILIES
