@@ -9,6 +9,7 @@ namespace {
 
 using detail::DecodeBudget;
 using detail::DescribeGroupsRequest;
+using detail::GroupDescribeDecoder;
 using detail::Header;
 using detail::ParseDescribedGroups;
 using detail::ReadAssignment;
@@ -117,61 +118,28 @@ namespace {
 constexpr std::size_t kShareDescribedGroupBytes = 20;
 constexpr std::size_t kShareMemberBytes = 13;
 
-// Decodes a ShareGroupDescribe answer, charging what it decodes against a budget of bytes: the
-// first failure sticks.
-class ShareDescribeDecoder {
- public:
-  ShareDescribeDecoder(std::span<const std::uint8_t> payload, std::size_t budget)
-      : reader_(payload), budget_("ShareGroupDescribe", budget) {}
-
-  Reader& reader() { return reader_; }
-  const std::optional<Error>& failure() const { return budget_.failure(); }
-  bool Fine() const { return reader_.ok() && !budget_.failure(); }
-
-  DescribedShareGroup Group() {
-    DescribedShareGroup group;
-    group.error_code = reader_.Int16();
-    group.error_message = budget_.Charged(reader_.CompactString());
-    group.group = budget_.Charged(reader_.CompactString());
-    group.state = budget_.Charged(reader_.CompactString());
-    reader_.Int32();          // group_epoch
-    reader_.Int32();          // assignment_epoch
-    reader_.CompactString();  // assignor_name
-    const std::int64_t count = reader_.CompactArrayLength(kShareMemberBytes);
-    const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
-    budget_.Charge(members * sizeof(GroupMember));  // before reserving
-    if (Fine()) group.members.reserve(members);
-    for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member());
-    reader_.Int32();  // authorized_operations
-    reader_.SkipTaggedFields();
-    return group;
-  }
-
- private:
-  GroupMember Member() {
-    GroupMember member;
-    member.member_id = budget_.Charged(reader_.CompactString());
-    reader_.CompactString();  // rack_id
-    reader_.Int32();          // member_epoch
-    member.client_id = budget_.Charged(reader_.CompactString());
-    member.host = budget_.Charged(reader_.CompactString());
-    const std::int64_t subscribed = reader_.CompactArrayLength(1);
-    for (std::int64_t t = 0; reader_.ok() && t < subscribed; ++t) reader_.CompactString();
-    ReadAssignment(reader_, budget_, &member.assignment);
-    reader_.SkipTaggedFields();
-    return member;
-  }
-
-  Reader reader_;
-  DecodeBudget budget_;
-};
+// A member of a ShareGroupDescribe group: its ids and assignment, the rest skipped.
+GroupMember ReadShareMember(Reader& reader, DecodeBudget& budget) {
+  GroupMember member;
+  member.member_id = budget.Charged(reader.CompactString());
+  reader.CompactString();  // rack_id
+  reader.Int32();          // member_epoch
+  member.client_id = budget.Charged(reader.CompactString());
+  member.host = budget.Charged(reader.CompactString());
+  const std::int64_t subscribed = reader.CompactArrayLength(1);
+  for (std::int64_t t = 0; reader.ok() && t < subscribed; ++t) reader.CompactString();
+  ReadAssignment(reader, budget, &member.assignment);
+  reader.SkipTaggedFields();
+  return member;
+}
 
 }  // namespace
 
 Result<std::vector<DescribedShareGroup>> ParseShareGroupDescribeResponse(
     std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::size_t max_groups,
     std::size_t max_decoded_bytes) {
-  ShareDescribeDecoder decoder(payload, max_decoded_bytes);
+  GroupDescribeDecoder decoder(payload, "ShareGroupDescribe", max_decoded_bytes, kShareMemberBytes,
+                               ReadShareMember);
   return ParseDescribedGroups(decoder, "ShareGroupDescribe", correlation_id,
                               kShareDescribedGroupBytes, max_groups);
 }

@@ -66,14 +66,9 @@ Result<std::vector<ShareGroupOffsets>> ParseDescribeShareGroupOffsetsResponse(
     std::size_t max_groups);
 
 // One group of a ShareGroupDescribe answer: its state as Kafka names it, its members with their
-// assignments by topic name (several members may hold one partition), in the broker's order.
-struct DescribedShareGroup {
-  std::string group;
-  std::int16_t error_code = 0;
-  std::string error_message;  // empty when null
-  std::string state;
-  std::vector<GroupMember> members;  // group_instance_id empty: share groups have none
-};
+// assignments by topic name (several members may hold one partition), in the broker's order;
+// the fields of a ConsumerGroupDescribe group, group_instance_id empty (share groups have none).
+using DescribedShareGroup = DescribedConsumerGroup;
 // Bounded as ParseConsumerGroupDescribeResponse: more groups than asked, a topic name Kafka
 // refuses, or more than `max_decoded_bytes` decoded fails.
 Result<std::vector<DescribedShareGroup>> ParseShareGroupDescribeResponse(

@@ -11,6 +11,7 @@ namespace {
 
 using detail::DecodeBudget;
 using detail::DescribeGroupsRequest;
+using detail::GroupDescribeDecoder;
 using detail::Header;
 using detail::ParseDescribedGroups;
 using detail::ReadAssignment;
@@ -169,68 +170,36 @@ Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::
 
 namespace {
 
-// Decodes a ConsumerGroupDescribe answer, charging what it decodes against a budget of bytes: the
-// first failure sticks.
-class DescribeDecoder {
- public:
-  DescribeDecoder(std::span<const std::uint8_t> payload, std::int16_t version, std::size_t budget)
-      : reader_(payload), version_(version), budget_("ConsumerGroupDescribe", budget) {}
-
-  Reader& reader() { return reader_; }
-  const std::optional<Error>& failure() const { return budget_.failure(); }
-
-  DescribedConsumerGroup Group() {
-    DescribedConsumerGroup group;
-    group.error_code = reader_.Int16();
-    group.error_message = budget_.Charged(reader_.CompactString());
-    group.group = budget_.Charged(reader_.CompactString());
-    group.state = budget_.Charged(reader_.CompactString());
-    reader_.Int32();          // group_epoch
-    reader_.Int32();          // assignment_epoch
-    reader_.CompactString();  // assignor_name
-    const std::int64_t count = reader_.CompactArrayLength(kDescribedMemberBytes);
-    const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
-    budget_.Charge(members * sizeof(GroupMember));  // before reserving
-    if (Fine()) group.members.reserve(members);
-    for (std::int64_t m = 0; Fine() && m < count; ++m) group.members.push_back(Member());
-    reader_.Int32();  // authorized_operations
-    reader_.SkipTaggedFields();
-    return group;
-  }
-
- private:
-  bool Fine() const { return reader_.ok() && !budget_.failure(); }
-
-  GroupMember Member() {
-    GroupMember member;
-    member.member_id = budget_.Charged(reader_.CompactString());
-    member.group_instance_id = budget_.Charged(reader_.CompactString());  // null: ""
-    reader_.CompactString();                                              // rack_id
-    reader_.Int32();                                                      // member_epoch
-    member.client_id = budget_.Charged(reader_.CompactString());
-    member.host = budget_.Charged(reader_.CompactString());
-    const std::int64_t subscribed = reader_.CompactArrayLength(1);
-    for (std::int64_t t = 0; reader_.ok() && t < subscribed; ++t) reader_.CompactString();
-    reader_.CompactString();  // subscribed_topic_regex
-    ReadAssignment(reader_, budget_, &member.assignment);
-    ReadAssignment(reader_, budget_,
-                   nullptr);            // target_assignment: where it is going, not what it holds
-    if (version_ >= 1) reader_.Int8();  // member_type
-    reader_.SkipTaggedFields();
-    return member;
-  }
-
-  Reader reader_;
-  std::int16_t version_;
-  DecodeBudget budget_;
-};
+// A member of a ConsumerGroupDescribe group: its ids and current assignment, the rest skipped.
+GroupMember ReadConsumerMember(Reader& reader, DecodeBudget& budget, std::int16_t version) {
+  GroupMember member;
+  member.member_id = budget.Charged(reader.CompactString());
+  member.group_instance_id = budget.Charged(reader.CompactString());  // null: ""
+  reader.CompactString();                                             // rack_id
+  reader.Int32();                                                     // member_epoch
+  member.client_id = budget.Charged(reader.CompactString());
+  member.host = budget.Charged(reader.CompactString());
+  const std::int64_t subscribed = reader.CompactArrayLength(1);
+  for (std::int64_t t = 0; reader.ok() && t < subscribed; ++t) reader.CompactString();
+  reader.CompactString();  // subscribed_topic_regex
+  ReadAssignment(reader, budget, &member.assignment);
+  // target_assignment: where it is going, not what it holds
+  ReadAssignment(reader, budget, nullptr);
+  if (version >= 1) reader.Int8();  // member_type
+  reader.SkipTaggedFields();
+  return member;
+}
 
 }  // namespace
 
 Result<std::vector<DescribedConsumerGroup>> ParseConsumerGroupDescribeResponse(
     std::span<const std::uint8_t> payload, std::int32_t correlation_id, std::int16_t version,
     std::size_t max_groups, std::size_t max_decoded_bytes) {
-  DescribeDecoder decoder(payload, version, max_decoded_bytes);
+  GroupDescribeDecoder decoder(payload, "ConsumerGroupDescribe", max_decoded_bytes,
+                               kDescribedMemberBytes,
+                               [version](Reader& reader, DecodeBudget& budget) {
+                                 return ReadConsumerMember(reader, budget, version);
+                               });
   return ParseDescribedGroups(decoder, "ConsumerGroupDescribe", correlation_id,
                               kDescribedGroupBytes, max_groups);
 }

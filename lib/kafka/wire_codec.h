@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -242,6 +243,52 @@ inline void ReadAssignment(Reader& reader, DecodeBudget& budget, std::vector<Top
   }
   reader.SkipTaggedFields();
 }
+
+// Decodes the groups of a ConsumerGroupDescribe or ShareGroupDescribe answer, whose layouts match
+// but for a member: `read_member(reader, budget)` reads one. What it keeps is charged to a budget
+// of bytes; the first failure sticks.
+template <typename ReadMember>
+class GroupDescribeDecoder {
+ public:
+  GroupDescribeDecoder(std::span<const std::uint8_t> payload, const char* api, std::size_t budget,
+                       std::size_t min_member_bytes, ReadMember read_member)
+      : reader_(payload),
+        budget_(api, budget),
+        min_member_bytes_(min_member_bytes),
+        read_member_(std::move(read_member)) {}
+
+  Reader& reader() { return reader_; }
+  const std::optional<Error>& failure() const { return budget_.failure(); }
+
+  DescribedConsumerGroup Group() {
+    DescribedConsumerGroup group;
+    group.error_code = reader_.Int16();
+    group.error_message = budget_.Charged(reader_.CompactString());
+    group.group = budget_.Charged(reader_.CompactString());
+    group.state = budget_.Charged(reader_.CompactString());
+    reader_.Int32();          // group_epoch
+    reader_.Int32();          // assignment_epoch
+    reader_.CompactString();  // assignor_name
+    const std::int64_t count = reader_.CompactArrayLength(min_member_bytes_);
+    const auto members = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+    budget_.Charge(members * sizeof(GroupMember));  // before reserving
+    if (Fine()) group.members.reserve(members);
+    for (std::int64_t m = 0; Fine() && m < count; ++m) {
+      group.members.push_back(read_member_(reader_, budget_));
+    }
+    reader_.Int32();  // authorized_operations
+    reader_.SkipTaggedFields();
+    return group;
+  }
+
+ private:
+  bool Fine() const { return reader_.ok() && !budget_.failure(); }
+
+  Reader reader_;
+  DecodeBudget budget_;
+  std::size_t min_member_bytes_;
+  ReadMember read_member_;
+};
 
 // A describe request of ConsumerGroupDescribe, ShareGroupDescribe or StreamsGroupDescribe: the
 // three share one body, the groups and no authorized operations.
