@@ -90,16 +90,24 @@ bool Supports(const std::map<std::int16_t, wire::VersionRange>& versions, std::i
   return found != versions.end() && found->second.min <= version && version <= found->second.max;
 }
 
-CoordinatorSession::CoordinatorSession(const BatchedOffsetFetcherOptions& options, TlsContext* tls,
+ClientConnections::ClientConnections(BatchedOffsetFetcherOptions options)
+    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
+  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
+}
+
+ClientConnections::~ClientConnections() = default;
+ClientConnections::ClientConnections(ClientConnections&&) noexcept = default;
+ClientConnections& ClientConnections::operator=(ClientConnections&&) noexcept = default;
+
+CoordinatorSession::CoordinatorSession(ClientConnections& client,
                                        std::chrono::milliseconds request_timeout,
-                                       const std::vector<std::string>& ids,
-                                       ResolvedAddresses& resolved, const char* api,
+                                       const std::vector<std::string>& ids, const char* api,
                                        VersionCheck check, BatchSender send)
-    : options_(options),
-      tls_(tls),
+    : options_(client.options()),
+      tls_(client.tls()),
       request_timeout_(request_timeout),
       ids_(ids),
-      resolved_(resolved),
+      resolved_(client.resolved()),
       api_(api),
       check_(std::move(check)),
       send_(std::move(send)) {}

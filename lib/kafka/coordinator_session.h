@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "kafka/offset_fetch_client.h"
+#include "kafka/client_connections.h"
 #include "kafka/wire.h"
 
 namespace lagsight::kafka {
@@ -75,10 +75,10 @@ class CoordinatorSession {
       CoordinatorSession& session, BrokerConnection& connection,
       const std::vector<std::size_t>& indices)>;
 
-  // `api` names the batches' request in failures. Everything referred to outlives the session.
-  CoordinatorSession(const BatchedOffsetFetcherOptions& options, TlsContext* tls,
-                     std::chrono::milliseconds request_timeout, const std::vector<std::string>& ids,
-                     ResolvedAddresses& resolved, const char* api, VersionCheck check,
+  // On `client`'s connections (its options, TLS, resolved host names). `api` names the batches'
+  // request in failures. Everything referred to outlives the session.
+  CoordinatorSession(ClientConnections& client, std::chrono::milliseconds request_timeout,
+                     const std::vector<std::string>& ids, const char* api, VersionCheck check,
                      BatchSender send);
 
   // Locates the coordinators of `ids` and sends every batch, within `total_timeout`.

@@ -123,9 +123,7 @@ const DescribeApi& StreamsDescribeApi() {
 
 ConsumerGroupDescriber::ConsumerGroupDescriber(ConsumerGroupDescriberOptions options,
                                                const DescribeApi& api)
-    : options_(std::move(options)), api_(api), resolved_(std::make_unique<ResolvedAddresses>()) {
-  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
-}
+    : connections_(std::move(options)), api_(api) {}
 
 ConsumerGroupDescriber::~ConsumerGroupDescriber() = default;
 
@@ -134,14 +132,14 @@ DescribedGroups ConsumerGroupDescriber::Describe(const std::vector<std::string>&
                                                  std::chrono::milliseconds total_timeout) {
   DescribedGroups answer;
   if (ids.empty()) return answer;
-  if (!tls_failure_.empty()) {
-    answer.failure = tls_failure_;
+  if (!connections_.tls_failure().empty()) {
+    answer.failure = connections_.tls_failure();
     return answer;
   }
   {
     // Whatever it had not answered at the deadline stays without members.
     CoordinatorSession session(
-        options_, tls_.get(), request_timeout, ids, *resolved_, api_.name,
+        connections_, request_timeout, ids, api_.name,
         [this](const std::map<std::int16_t, wire::VersionRange>& versions,
                const std::string& where) { return LacksDescribeApi(api_, versions, where); },
         [this, &ids, &answer](CoordinatorSession& running, BrokerConnection& connection,

@@ -27,9 +27,6 @@
 
 namespace lagsight::kafka {
 
-struct TlsContext;
-struct ResolvedAddresses;
-
 // The batched fetch's settings serve it too: connections per coordinator, groups per request
 // (200: a request of 200 groups of 10 members on 100 partitions answers in ~100 KB), answer size.
 using ConsumerGroupDescriberOptions = BatchedOffsetFetcherOptions;
@@ -76,11 +73,8 @@ class ConsumerGroupDescriber {
                            std::chrono::milliseconds total_timeout);
 
  private:
-  ConsumerGroupDescriberOptions options_;
+  ClientConnections connections_;
   const DescribeApi& api_;
-  std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
-  std::unique_ptr<TlsContext> tls_;              // with options_.tls, or why not:
-  std::string tls_failure_;
 };
 
 }  // namespace lagsight::kafka

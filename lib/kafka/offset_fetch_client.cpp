@@ -126,9 +126,7 @@ Result<std::optional<TlsOptions>> BatchedOffsetFetcher::Security(
 }
 
 BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
-    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
-  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
-}
+    : connections_(std::move(options)) {}
 
 BatchedOffsetFetcher::~BatchedOffsetFetcher() = default;
 
@@ -138,15 +136,14 @@ BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
   BatchedOffsets answer;
   answer.offsets.resize(ids.size());
   if (ids.empty()) return answer;
-  if (!tls_failure_.empty()) {
-    answer.failure = tls_failure_;
+  if (!connections_.tls_failure().empty()) {
+    answer.failure = connections_.tls_failure();
     return answer;
   }
   {
     // Whatever it had not answered at the deadline goes to the per-group path.
     CoordinatorSession session(
-        options_, tls_.get(), request_timeout, ids, *resolved_, "OffsetFetch",
-        LacksBatchedOffsetFetch,
+        connections_, request_timeout, ids, "OffsetFetch", LacksBatchedOffsetFetch,
         [&ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
                         const std::vector<std::size_t>& indices) {
           return FetchBatch(ids, answer, running, connection, indices);

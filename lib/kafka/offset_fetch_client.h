@@ -29,38 +29,10 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kafka/client_connections.h"
 #include "kafka/snapshot.h"
 
 namespace lagsight::kafka {
-
-struct ResolvedAddresses;
-struct TlsContext;
-
-// TLS as librdkafka's properties set it up for security.protocol SSL, and as librdkafka 2.0.2
-// does it: the broker's certificate verified against the CA (OpenSSL's default paths when none is
-// given) and its host name checked (RFC 2818), each unless turned off.
-struct TlsOptions {
-  std::string ca_location;  // ssl.ca.location: a file or a directory of CA certificates
-  std::string ca_pem;       // ssl.ca.pem
-  std::string certificate_location, certificate_pem;  // ssl.certificate.*: mTLS
-  std::string key_location, key_pem, key_password;    // ssl.key.*
-  bool verify_certificate = true;                     // enable.ssl.certificate.verification
-  bool verify_host_name = true;  // ssl.endpoint.identification.algorithm: https (or none)
-};
-
-struct BatchedOffsetFetcherOptions {
-  std::vector<std::string> bootstrap_servers;  // host:port, [v6]:port, optionally proto://
-  std::optional<TlsOptions> tls;               // nullopt: PLAINTEXT
-  std::string client_id = "lagsight";
-  // Connections per coordinator, each with one request in flight (a broker answers a
-  // connection's requests one at a time).
-  int connections_per_coordinator = 4;
-  // Groups per OffsetFetch: 200 groups of 50 partitions answer in ~220 KB.
-  std::size_t groups_per_request = 200;
-  // Larger answers fail (their groups go to the per-group path): 16 MiB is ~3,800 committed
-  // partitions for each of 200 groups, and bounds what a decoded answer may take.
-  std::size_t max_response_bytes = 16u << 20;
-};
 
 struct BatchedOffsets {
   // One per requested id, in the same order; nullopt: not answered here.
@@ -88,12 +60,7 @@ class BatchedOffsetFetcher {
                        std::chrono::milliseconds total_timeout);
 
  private:
-  BatchedOffsetFetcherOptions options_;
-  std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
-  // With options_.tls: the OpenSSL context built from it, or why it could not be (a file that
-  // cannot be read, a wrong key password): then every Fetch answers nothing and says so.
-  std::unique_ptr<TlsContext> tls_;
-  std::string tls_failure_;
+  ClientConnections connections_;
 };
 
 }  // namespace lagsight::kafka

@@ -190,23 +190,21 @@ asio::awaitable<std::optional<std::string>> DescribeBatch(const std::vector<std:
 }  // namespace
 
 ShareGroupReader::ShareGroupReader(BatchedOffsetFetcherOptions options)
-    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
-  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
-}
+    : connections_(std::move(options)) {}
 
 ShareGroupReader::~ShareGroupReader() = default;
 
 ShareGroupListings ShareGroupReader::List(std::chrono::milliseconds request_timeout,
                                           std::chrono::milliseconds total_timeout) {
   ShareGroupListings answer;
-  if (!tls_failure_.empty()) {
-    answer.failure = tls_failure_;
+  if (!connections_.tls_failure().empty()) {
+    answer.failure = connections_.tls_failure();
     return answer;
   }
   const std::vector<std::string> no_ids;
   {
-    CoordinatorSession session(options_, tls_.get(), request_timeout, no_ids, *resolved_,
-                               "ListGroups", LacksShareGroups, nullptr);
+    CoordinatorSession session(connections_, request_timeout, no_ids, "ListGroups",
+                               LacksShareGroups, nullptr);
     session.RunOnEveryBroker(total_timeout,
                              [&answer](CoordinatorSession& running, BrokerConnection& connection) {
                                return ListOn(answer, running, connection);
@@ -229,15 +227,14 @@ ShareGroupProgress ShareGroupReader::Describe(const std::vector<std::string>& id
                                               std::chrono::milliseconds total_timeout) {
   ShareGroupProgress answer;
   if (ids.empty()) return answer;
-  if (!tls_failure_.empty()) {
-    answer.failure = tls_failure_;
+  if (!connections_.tls_failure().empty()) {
+    answer.failure = connections_.tls_failure();
     return answer;
   }
   {
     // Whatever it had not answered at the deadline stays without progress.
     CoordinatorSession session(
-        options_, tls_.get(), request_timeout, ids, *resolved_, "DescribeShareGroupOffsets",
-        LacksShareGroups,
+        connections_, request_timeout, ids, "DescribeShareGroupOffsets", LacksShareGroups,
         [&ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
                         const std::vector<std::size_t>& indices) {
           return DescribeBatch(ids, answer, running, connection, indices);

@@ -21,12 +21,9 @@
 #include <vector>
 
 #include "kafka/admin.h"
-#include "kafka/offset_fetch_client.h"
+#include "kafka/client_connections.h"
 
 namespace lagsight::kafka {
-
-struct TlsContext;
-struct ResolvedAddresses;
 
 class ShareGroupReader {
  public:
@@ -43,10 +40,7 @@ class ShareGroupReader {
                               std::chrono::milliseconds total_timeout);
 
  private:
-  BatchedOffsetFetcherOptions options_;
-  std::unique_ptr<ResolvedAddresses> resolved_;  // host names resolved by earlier calls
-  std::unique_ptr<TlsContext> tls_;              // with options_.tls, or why not:
-  std::string tls_failure_;
+  ClientConnections connections_;
 };
 
 }  // namespace lagsight::kafka

@@ -39,23 +39,21 @@ std::optional<std::string> LacksListGroupsTypes(
 }  // namespace
 
 StreamsGroupLister::StreamsGroupLister(BatchedOffsetFetcherOptions options)
-    : options_(std::move(options)), resolved_(std::make_unique<ResolvedAddresses>()) {
-  if (options_.tls) tls_ = LoadTlsContext(*options_.tls, tls_failure_);
-}
+    : connections_(std::move(options)) {}
 
 StreamsGroupLister::~StreamsGroupLister() = default;
 
 ListedStreamsGroups StreamsGroupLister::List(std::chrono::milliseconds request_timeout,
                                              std::chrono::milliseconds total_timeout) {
   ListedStreamsGroups answer;
-  if (!tls_failure_.empty()) {
-    answer.failure = tls_failure_;
+  if (!connections_.tls_failure().empty()) {
+    answer.failure = connections_.tls_failure();
     return answer;
   }
   const std::vector<std::string> no_groups;
   std::set<std::string> seen;
-  CoordinatorSession session(options_, tls_.get(), request_timeout, no_groups, *resolved_,
-                             "ListGroups", LacksListGroupsTypes, nullptr);
+  CoordinatorSession session(connections_, request_timeout, no_groups, "ListGroups",
+                             LacksListGroupsTypes, nullptr);
   session.RunOnEveryBroker(
       total_timeout, [&answer, &seen](CoordinatorSession& running, BrokerConnection& connection) {
         return ListOn(answer, seen, running, connection);
