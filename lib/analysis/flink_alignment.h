@@ -9,8 +9,9 @@
 // unchanged for longer than the interval is current as of one interval ago). Against the log
 // end of that time the lag does not rise between two refreshes only to fall at the next (that
 // would be a sawtooth of lagsight's own making). It is a lower bound where the served value is
-// as fresh as the interval says; Flink answers the request that triggers a refresh from the old
-// store, so at polls longer than the interval a value may be one poll older (docs/facts.md).
+// as fresh as the interval says: flink::Collector has the store refresh before it reads (Flink
+// answers the request that triggers a refresh from the old store); where that refresh does not
+// land within its wait, a value may be one poll older (docs/facts.md).
 // It also judges positions beyond the log end (JobHistory::beyond_log_end). Reads the Kafka and
 // job histories; writes only the join and the job's judgements.
 #pragma once

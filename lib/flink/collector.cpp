@@ -1,5 +1,7 @@
 #include "flink/collector.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -20,6 +22,13 @@ namespace {
 
 // Flink URLs (and many proxies) cope with a few KiB; stay well below.
 constexpr std::size_t kMaxQueryBytes = 3000;
+
+// A JobManager metric whose value differs at every refresh of the metric store (the JVM's CPU
+// time): when it changed, the refresh has landed. Checked every 100 ms, for at most a second.
+constexpr const char* kRefreshWitnessPath = "/jobmanager/metrics?get=Status.JVM.CPU.Time";
+constexpr const char* kRefreshWitness = "Status.JVM.CPU.Time";
+constexpr std::chrono::milliseconds kRefreshCheckEvery{100};
+constexpr int kRefreshChecks = 10;
 
 bool LooksLikeSource(const Vertex& vertex) {
   return vertex.name.find("Source:") != std::string::npos;
@@ -204,6 +213,10 @@ asio::awaitable<Result<FlinkSnapshot>> Collector::Poll() {
     co_await RefreshMetricsFetchInterval(deadline, snapshot.partial_errors);
   }
   snapshot.metrics_fetch_interval_ms = metrics_fetch_interval_ms_;
+  if (std::any_of(live.begin(), live.end(),
+                  [](const JobOverview& job) { return job.state == "RUNNING"; })) {
+    co_await RefreshMetricStore(deadline);
+  }
 
   // Poll the jobs concurrently; the HTTP client bounds the requests actually in flight, and ends
   // each by the poll's deadline, so every job's coroutine is done soon after it.
@@ -244,6 +257,47 @@ asio::awaitable<void> Collector::RefreshMetricsFetchInterval(
   }
   metrics_fetch_interval_ms_ = *interval;
   polls_since_config_read_ = 0;
+}
+
+asio::awaitable<void> Collector::RefreshMetricStore(Clock::time_point deadline) {
+  const auto interval =
+      std::chrono::duration<double, std::milli>(metrics_fetch_interval_ms_.value_or(10'000));
+  const Clock::time_point asked = Clock::now();
+  if (last_refresh_asked_ && asked - *last_refresh_asked_ <= interval) co_return;
+  last_refresh_asked_ = asked;
+  const auto witness = [](const Result<HttpResponse>& response) -> std::optional<double> {
+    if (!response || response->status != 200) return std::nullopt;
+    auto values = ParseMetricValues(response->body);
+    if (!values) return std::nullopt;
+    const auto found = values->find(kRefreshWitness);
+    return found != values->end() ? found->second : std::nullopt;
+  };
+  // The answer to the request that starts the refresh holds the old value.
+  const std::optional<double> old_value =
+      witness(co_await http_->Get(kRefreshWitnessPath, deadline));
+  if (!old_value) {  // no witness: the poll reads the store as it is
+    spdlog::debug("flink cluster \"{}\": no {} to see the metric store refresh by", cluster_.name,
+                  kRefreshWitness);
+    co_return;
+  }
+  // At most a third of what is left of the poll's time: the jobs must still be read.
+  const Clock::time_point give_up =
+      std::min(asked + kRefreshChecks * kRefreshCheckEvery, asked + (deadline - asked) / 3);
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  while (Clock::now() + kRefreshCheckEvery <= give_up) {
+    pause.expires_after(kRefreshCheckEvery);
+    co_await pause.async_wait(asio::use_awaitable);
+    const std::optional<double> value = witness(co_await http_->Get(kRefreshWitnessPath, deadline));
+    if (value && *value != *old_value) {
+      spdlog::debug(
+          "flink cluster \"{}\": the metric store refreshed within {} ms", cluster_.name,
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked).count());
+      co_return;
+    }
+  }
+  spdlog::debug(
+      "flink cluster \"{}\": the metric store did not refresh within {} ms", cluster_.name,
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - asked).count());
 }
 
 asio::awaitable<bool> Collector::ReadJobVertices(const std::string& base, bool running,

@@ -88,11 +88,18 @@ class Collector {
       std::chrono::steady_clock::time_point deadline, std::vector<std::string>& anomalies);
   boost::asio::awaitable<void> RefreshMetricsFetchInterval(
       std::chrono::steady_clock::time_point deadline, std::vector<std::string>& partial_errors);
+  // Has the JobManager refresh its metric store, and waits (at most a second) until it has:
+  // Flink answers the request that starts a refresh from the old store, so a value read at a
+  // 15 s poll was this poll's or the previous one's, which one changing from poll to poll
+  // (docs/facts.md). Not within the fetch interval of the last one asked: Flink would not
+  // refresh, and the store is at most that old.
+  boost::asio::awaitable<void> RefreshMetricStore(std::chrono::steady_clock::time_point deadline);
 
   config::FlinkClusterConfig cluster_;
   std::unique_ptr<HttpFetch> http_;
   int polls_since_config_read_ = kJobManagerConfigRefreshPolls;
   std::optional<double> metrics_fetch_interval_ms_;
+  std::optional<std::chrono::steady_clock::time_point> last_refresh_asked_;
   std::set<std::string> inspect_;
 };
 

@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +43,9 @@ class FakeHttp final : public HttpFetch {
   std::map<std::string, HttpResponse> answers;
   std::vector<std::string> requested;
   std::chrono::milliseconds delay{0};
+  // Answers the metric store's refresh witness: its n-th request (from 0) gets witness(n).
+  std::function<HttpResponse(int)> witness;
+  int witness_requests = 0;
 
   asio::awaitable<Result<HttpResponse>> Get(std::string target,
                                             Clock::time_point deadline) override {
@@ -51,6 +55,9 @@ class FakeHttp final : public HttpFetch {
                                std::min(deadline, Clock::now() + delay));
       co_await timer.async_wait(asio::use_awaitable);
       if (Clock::now() >= deadline) co_return Error{"deadline"};
+    }
+    if (witness && target == "/jobmanager/metrics?get=Status.JVM.CPU.Time") {
+      co_return witness(witness_requests++);
     }
     const auto found = answers.find(target);
     if (found == answers.end()) co_return HttpResponse{404, R"({"errors":["Not found"]})"};
@@ -368,8 +375,9 @@ TEST_CASE("vertex loads cost one request per vertex of each job behind, and are 
   const auto two_behind = RunPoll(collector);
   REQUIRE(two_behind.ok());
   CHECK(load_requests() == 2 * kVertices);
-  // No /jobmanager/config now; a /backpressure per job for its skewed vertex.
-  CHECK(fake.requested.size() == baseline - 1 + 2 * (kVertices + 1));
+  // No /jobmanager/config now, nor a metric store refresh (asked for within the fetch
+  // interval); a /backpressure per job for its skewed vertex.
+  CHECK(fake.requested.size() == baseline - 2 + 2 * (kVertices + 1));
   for (const FlinkJob& job : two_behind->jobs) {
     const bool inspected = job.overview.id == ids[3] || job.overview.id == ids[42];
     CHECK(job.vertices[5].load.has_value() == inspected);
@@ -385,6 +393,76 @@ TEST_CASE("vertex loads cost one request per vertex of each job behind, and are 
   CHECK(AnyContains(all_behind->partial_errors, "100 jobs are behind"));
   const auto all_requests = fake.requested.size();
   WARN("requests per poll: " << baseline << " with none behind, +" << 2 * (kVertices + 1)
-                             << " with 2 behind, +" << all_requests - (baseline - 1)
+                             << " with 2 behind, +" << all_requests - (baseline - 2)
                              << " at the bound");
+}
+
+TEST_CASE("a job's metrics are read once the metric store's refresh has landed", "[flink]") {
+  // Flink answers the request that starts a refresh from the old store: the witness (the
+  // JobManager's CPU time) keeps its old value until the refresh lands, here at its 4th answer.
+  auto http = std::make_unique<FakeHttp>();
+  FakeHttp& fake = *http;
+  fake.answers["/jobs/overview"] = {200, Overview({{kRunningId, "RUNNING"}})};
+  AddJob(fake, kRunningId);
+  const auto cpu_time = [](int value) {
+    return HttpResponse{
+        200, R"([{"id":"Status.JVM.CPU.Time","value":")" + std::to_string(value) + R"("}])"};
+  };
+  fake.witness = [&](int n) { return cpu_time(n < 3 ? 7 : 8); };
+  config::FlinkClusterConfig cluster = Cluster();
+  cluster.request_timeout = std::chrono::seconds(2);  // the poll may take 6 s: a third is 2 s
+  Collector collector(cluster, std::move(http));
+  const auto witness_at = [&] {
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < fake.requested.size(); ++i) {
+      if (fake.requested[i].starts_with("/jobmanager/metrics")) at.push_back(i);
+    }
+    return at;
+  };
+  const auto first_source_read = [&] {
+    for (std::size_t i = 0; i < fake.requested.size(); ++i) {
+      if (fake.requested[i].find("/vertices/") != std::string::npos) return i;
+    }
+    return fake.requested.size();
+  };
+
+  REQUIRE(RunPoll(collector).ok());
+  const std::vector<std::size_t> asked = witness_at();
+  REQUIRE(asked.size() == 4);  // the request that starts it, then until the value changed
+  CHECK(asked.back() < first_source_read());
+
+  SECTION("within the fetch interval Flink would not refresh: nothing is asked, nothing waits") {
+    fake.requested.clear();
+    REQUIRE(RunPoll(collector).ok());
+    CHECK(witness_at().empty());
+  }
+}
+
+TEST_CASE("a refresh that never lands, or no witness, costs at most a second", "[flink]") {
+  auto http = std::make_unique<FakeHttp>();
+  FakeHttp& fake = *http;
+  fake.answers["/jobs/overview"] = {200, Overview({{kRunningId, "RUNNING"}})};
+  AddJob(fake, kRunningId);
+  bool witness_known = true;
+  fake.witness = [&](int) {
+    return witness_known ? HttpResponse{200, R"([{"id":"Status.JVM.CPU.Time","value":"7"}])"}
+                         : HttpResponse{200, "[]"};
+  };
+  config::FlinkClusterConfig cluster = Cluster();
+  cluster.request_timeout = std::chrono::seconds(2);
+  Collector collector(cluster, std::move(http));
+
+  SECTION("the value never changes: checked every 100 ms for a second, then the poll goes on") {
+    const auto started = std::chrono::steady_clock::now();
+    REQUIRE(RunPoll(collector).ok());
+    // The first, then one every 100 ms for a second (the timer's own delays may cost one).
+    CHECK(fake.witness_requests >= 10);
+    CHECK(fake.witness_requests <= 11);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  }
+  SECTION("the JobManager has no such metric: asked once, no wait") {
+    witness_known = false;
+    REQUIRE(RunPoll(collector).ok());
+    CHECK(fake.witness_requests == 1);
+  }
 }
