@@ -141,6 +141,7 @@ class FakeFlink:
         self.not_found: list[str] = []
         self.unknown_metric_ids: set[str] = set()
         self.hung_requests = 0
+        self._jvm_cpu_time_ns = 0
         self.tls_failures: list[str] = []
         # Seconds every answer waits, so overlapping requests can be seen; and how many overlapped.
         self.response_delay = 0.0
@@ -202,6 +203,15 @@ class FakeFlink:
     def note_tls_failure(self, error: str) -> None:
         with self._lock:
             self.tls_failures.append(error)
+
+    def jvm_cpu_time(self) -> bytes:
+        """The JobManager's CPU time, lagsight's sign that the metric store refreshed: in the
+        format of Flink's ?get= answers (as numRestarts above), a value that grows at every
+        request (this fake's store is always fresh)."""
+        with self._lock:
+            self._jvm_cpu_time_ns += 1_000_000
+            return json.dumps([{"id": "Status.JVM.CPU.Time",
+                                "value": str(self._jvm_cpu_time_ns)}]).encode()
 
     def note_not_found(self, path: str) -> None:
         with self._lock:
@@ -275,6 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, b'{"errors":["Internal server error."]}')
         elif path == METRIC_VALUES_PATH and query:
             self._metric_values(query, overrides)
+        elif self.path == "/jobmanager/metrics?get=Status.JVM.CPU.Time":
+            self._send(200, fake.jvm_cpu_time())
         elif path in ROUTES and not query:
             self._send(200, ROUTES[path])
         elif self.path in ROUTES:
