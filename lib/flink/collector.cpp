@@ -265,6 +265,10 @@ asio::awaitable<void> Collector::RefreshMetricStore(Clock::time_point deadline) 
   const Clock::time_point asked = Clock::now();
   if (last_refresh_asked_ && asked - *last_refresh_asked_ <= interval) co_return;
   last_refresh_asked_ = asked;
+  // At most a third of what is left of the poll's time, the witness's own requests included (a
+  // JobManager slow to answer them): the jobs must still be read.
+  const Clock::time_point give_up =
+      std::min(asked + kRefreshChecks * kRefreshCheckEvery, asked + (deadline - asked) / 3);
   const auto witness = [](const Result<HttpResponse>& response) -> std::optional<double> {
     if (!response || response->status != 200) return std::nullopt;
     auto values = ParseMetricValues(response->body);
@@ -274,20 +278,17 @@ asio::awaitable<void> Collector::RefreshMetricStore(Clock::time_point deadline) 
   };
   // The answer to the request that starts the refresh holds the old value.
   const std::optional<double> old_value =
-      witness(co_await http_->Get(kRefreshWitnessPath, deadline));
+      witness(co_await http_->Get(kRefreshWitnessPath, give_up));
   if (!old_value) {  // no witness: the poll reads the store as it is
     spdlog::debug("flink cluster \"{}\": no {} to see the metric store refresh by", cluster_.name,
                   kRefreshWitness);
     co_return;
   }
-  // At most a third of what is left of the poll's time: the jobs must still be read.
-  const Clock::time_point give_up =
-      std::min(asked + kRefreshChecks * kRefreshCheckEvery, asked + (deadline - asked) / 3);
   asio::steady_timer pause(co_await asio::this_coro::executor);
   while (Clock::now() + kRefreshCheckEvery <= give_up) {
     pause.expires_after(kRefreshCheckEvery);
     co_await pause.async_wait(asio::use_awaitable);
-    const std::optional<double> value = witness(co_await http_->Get(kRefreshWitnessPath, deadline));
+    const std::optional<double> value = witness(co_await http_->Get(kRefreshWitnessPath, give_up));
     if (value && *value != *old_value) {
       spdlog::debug(
           "flink cluster \"{}\": the metric store refreshed within {} ms", cluster_.name,

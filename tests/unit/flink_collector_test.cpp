@@ -46,6 +46,7 @@ class FakeHttp final : public HttpFetch {
   // Answers the metric store's refresh witness: its n-th request (from 0) gets witness(n).
   std::function<HttpResponse(int)> witness;
   int witness_requests = 0;
+  std::chrono::milliseconds witness_delay{0};  // before each witness answer
 
   asio::awaitable<Result<HttpResponse>> Get(std::string target,
                                             Clock::time_point deadline) override {
@@ -57,6 +58,12 @@ class FakeHttp final : public HttpFetch {
       if (Clock::now() >= deadline) co_return Error{"deadline"};
     }
     if (witness && target == "/jobmanager/metrics?get=Status.JVM.CPU.Time") {
+      if (witness_delay.count() > 0) {
+        asio::steady_timer timer(co_await asio::this_coro::executor,
+                                 std::min(deadline, Clock::now() + witness_delay));
+        co_await timer.async_wait(asio::use_awaitable);
+        if (Clock::now() >= deadline) co_return Error{"deadline"};
+      }
       co_return witness(witness_requests++);
     }
     const auto found = answers.find(target);
@@ -459,6 +466,16 @@ TEST_CASE("a refresh that never lands, or no witness, costs at most a second", "
     CHECK(fake.witness_requests >= 10);
     CHECK(fake.witness_requests <= 11);
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  }
+  SECTION("a JobManager slow to answer it: given up after a second, the jobs are read") {
+    fake.witness_delay = std::chrono::seconds(5);
+    const auto started = std::chrono::steady_clock::now();
+    const auto polled = RunPoll(collector);
+    REQUIRE(polled.ok());
+    CHECK(polled->jobs.size() == 1);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+    CHECK(std::count(fake.requested.begin(), fake.requested.end(),
+                     "/jobmanager/metrics?get=Status.JVM.CPU.Time") == 1);
   }
   SECTION("the JobManager has no such metric: asked once, no wait") {
     witness_known = false;
