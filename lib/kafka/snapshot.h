@@ -227,6 +227,24 @@ inline std::int64_t UnreadRecords(const KafkaSnapshot& snapshot, const TopicPart
   return end - position;
 }
 
+// How many records of a share-partition its group has not acknowledged, and whether that is the
+// coordinator's own count (KIP-1226, Kafka 4.3+) or log end - start offset: an upper bound, since
+// records past the start offset may be acknowledged already. None when neither tells (no state
+// yet, or the log end unread). The one rule for the share lag lagsight exports and judges.
+struct ShareLag {
+  std::int64_t records = 0;
+  bool upper_bound = false;
+};
+inline std::optional<ShareLag> ShareLagOf(const SharePartition& partition,
+                                          const KafkaSnapshot& snapshot) {
+  if (partition.lag) return ShareLag{*partition.lag, false};
+  if (partition.start_offset < 0) return std::nullopt;
+  const auto offsets = snapshot.partitions.find(partition.partition);
+  if (offsets == snapshot.partitions.end() || !offsets->second.log_end) return std::nullopt;
+  return ShareLag{std::max<std::int64_t>(0, *offsets->second.log_end - partition.start_offset),
+                  true};
+}
+
 // True when the bootstrap addresses that answered name two or more different clusters.
 
 inline bool ClusterMismatch(const KafkaSnapshot& snapshot) {

@@ -20,18 +20,6 @@ constexpr MetricDef kShareLag{
     "(source=\"upper_bound\").",
     MetricType::Gauge};
 
-// The partition's lag and where it comes from; nullopt when neither the coordinator nor the
-// offsets tell.
-std::optional<std::pair<std::int64_t, const char*>> LagOf(const kafka::SharePartition& partition,
-                                                          const kafka::KafkaSnapshot& snapshot) {
-  if (partition.lag) return std::make_pair(*partition.lag, "coordinator");
-  if (partition.start_offset < 0) return std::nullopt;
-  const auto offsets = snapshot.partitions.find(partition.partition);
-  if (offsets == snapshot.partitions.end() || !offsets->second.log_end) return std::nullopt;
-  return std::make_pair(
-      std::max<std::int64_t>(0, *offsets->second.log_end - partition.start_offset), "upper_bound");
-}
-
 }  // namespace
 
 void AppendShareGroupSeries(const std::string& cluster, const kafka::KafkaSnapshot& snapshot,
@@ -57,14 +45,14 @@ void AppendShareGroupSeries(const std::string& cluster, const kafka::KafkaSnapsh
                  {"partition", number}},
                 static_cast<double>(partition.start_offset));
       }
-      if (const auto lag = LagOf(partition, snapshot)) {
+      if (const auto lag = kafka::ShareLagOf(partition, snapshot)) {
         out.Add(kShareLag,
                 {{"kafka_cluster", cluster},
                  {"group", group.id},
                  {"topic", partition.partition.topic},
                  {"partition", number},
-                 {"source", lag->second}},
-                static_cast<double>(lag->first));
+                 {"source", lag->upper_bound ? "upper_bound" : "coordinator"}},
+                static_cast<double>(lag->records));
       }
     }
   }
