@@ -11,6 +11,16 @@
 namespace lagsight::analysis {
 namespace {
 
+// A Kafka-only group's lag over time, for the status page's chart.
+std::vector<LagPoint> LagPoints(const GroupHistory& history) {
+  std::vector<LagPoint> points;
+  points.reserve(history.samples.size());
+  for (const GroupSample& sample : history.samples.samples()) {
+    points.push_back({sample.time, sample.lag_sum, std::nullopt});
+  }
+  return points;
+}
+
 std::vector<LagPoint> LagPoints(const PairHistory& pair) {
   std::vector<LagPoint> points;
   for (const PairSample& sample : pair.samples.samples()) {
@@ -96,10 +106,12 @@ class Judgement::Round {
     CollectInputs();
     // At most one per pair and one per group without a job; grown by doubling it held 1.5
     // copies (heaptrack, 20,000 groups: 12.6 MB).
-    out_.reserve(pair_inputs_.size() + cluster_.findings.groups.size());
+    out_.reserve(pair_inputs_.size() + cluster_.findings.groups.size() +
+                 cluster_.snapshot.share_groups.size());
     JudgeJoinedPairs();
     JudgeJobsWithoutJoins();
     JudgeKafkaOnlyGroups();
+    JudgeShareGroups();
     std::erase_if(pairs_, [&](const auto& entry) {
       return std::get<0>(entry.first) == cluster_name_ && !kept_.contains(entry.first);
     });
@@ -286,14 +298,9 @@ class Judgement::Round {
       PairState& pair = Pair(key);
       const GroupFactsWithStuck facts =
           GroupFactsOf(cluster_, *lag, group, *history, pair.history, now_);
-      std::vector<LagPoint> points;
-      points.reserve(history->samples.size());
-      for (const GroupSample& sample : history->samples.samples()) {
-        points.push_back({sample.time, sample.lag_sum, std::nullopt});
-      }
       std::optional<DiagnosisFinding> finding =
           Conclude(key, pair, "", GroupEvidenceFrom(facts, config_), GroupPrecedence(),
-                   std::move(points), facts.stuck);
+                   LagPoints(*history), facts.stuck);
       if (finding) {
         finding->kafka_lag = history->samples.back().lag_sum;
         finding->catch_up_seconds = group.catch_up_seconds;
@@ -301,6 +308,53 @@ class Judgement::Round {
         pair.last = finding;
       }
       Emit(key, std::move(finding));
+    }
+  }
+
+  // Share groups (KIP-932) by the Kafka-only rules, their start offsets moving standing for
+  // commits: a group whose start offsets stand while records arrive is stalled. No Flink job
+  // reads through one.
+  void JudgeShareGroups() {
+    for (const kafka::ShareGroup& group : cluster_.snapshot.share_groups) {
+      const GroupHistory* history = cluster_.history.ShareGroup(group.id);
+      if (history == nullptr || history->samples.empty()) continue;
+      const PairKey key{cluster_name_, group.id, ""};
+      PairState& pair = Pair(key);
+      const GroupFactsWithStuck facts = ShareGroupFactsOf(cluster_, group, *history, now_);
+      std::optional<DiagnosisFinding> finding =
+          Conclude(key, pair, "", GroupEvidenceFrom(facts, config_), GroupPrecedence(),
+                   LagPoints(*history), facts.stuck);
+      if (finding) {
+        finding->kafka_lag = history->samples.back().lag_sum;
+        finding->catch_up_seconds = CatchUp(
+            history->samples, [](const GroupSample& s) { return s.lag_sum; }, facts.input_rate,
+            now_, config_);
+        AddShareGroupDetails(group, *finding);
+        pair.last = finding;
+      }
+      Emit(key, std::move(finding));
+    }
+  }
+
+  // The share group's partition with the largest lag, and the members assigned the partitions
+  // the finding names (records are shared: several may hold one).
+  void AddShareGroupDetails(const kafka::ShareGroup& group, DiagnosisFinding& finding) const {
+    for (const kafka::SharePartition& partition : group.partitions) {
+      const auto lag = kafka::ShareLagOf(partition, cluster_.snapshot);
+      if (!lag || lag->records <= finding.largest_lag) continue;
+      finding.largest_lag = lag->records;
+      finding.largest_lag_partition = partition.partition;
+    }
+    std::vector<kafka::TopicPartition> named = finding.stuck_partitions;
+    if (finding.largest_lag_partition) named.push_back(*finding.largest_lag_partition);
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    for (const kafka::TopicPartition& tp : named) {
+      for (const kafka::GroupMember& member : group.member_list) {
+        if (std::binary_search(member.assignment.begin(), member.assignment.end(), tp)) {
+          finding.holders.push_back({tp, member.member_id, member.client_id, member.host});
+        }
+      }
     }
   }
 

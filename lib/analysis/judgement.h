@@ -1,5 +1,5 @@
-// Judgement: the diagnosis of every job<->group pair and Kafka-only group of one Kafka cluster,
-// at each of its polls (the last stage).
+// Judgement: the diagnosis of every job<->group pair, Kafka-only group and share group of one
+// Kafka cluster, at each of its polls (the last stage).
 //
 // It gathers each pair's joins from the Flink clusters that are up, has the pair evidence
 // measure its facts, the rules (diagnosis.h) turn them into evidence, and holds each pair's

@@ -69,6 +69,21 @@ void KafkaHistory::Record(const kafka::KafkaSnapshot& snapshot, const std::vecto
     }
   }
   groups_ = std::move(groups);
+  RecordShareGroups(snapshot, window, now);
+}
+
+void KafkaHistory::RecordShareGroups(const kafka::KafkaSnapshot& snapshot, double window,
+                                     double now) {
+  std::map<std::string, GroupHistory> groups;
+  for (const kafka::ShareGroup& group : snapshot.share_groups) {
+    auto existing = share_groups_.find(group.id);
+    const bool known = existing != share_groups_.end();
+    GroupHistory history = known ? std::move(existing->second) : GroupHistory();
+    // A poll that could not read the group's progress says nothing about it: keep what we had.
+    if (group.offsets_known) RecordShareGroup(history, known, group, snapshot, window, now);
+    if (known || group.offsets_known) groups.emplace(group.id, std::move(history));
+  }
+  share_groups_ = std::move(groups);
 }
 
 // Log-end history per partition; a log end that went back means the topic was recreated.
@@ -99,10 +114,6 @@ void KafkaHistory::RecordLogEnds(const kafka::KafkaSnapshot& snapshot, double wi
 void KafkaHistory::RecordGroup(GroupHistory& history, bool known, const kafka::ConsumerGroup& group,
                                const GroupLag* lag, const kafka::KafkaSnapshot& snapshot,
                                const EarlierCommitsPolicy& policy, double window, double now) {
-  if (!known) {
-    history.first_seen = now;
-    history.last_commit = now;
-  }
   GroupSample sample{now, 0, 0};
   if (lag != nullptr) {
     for (const TopicLag& topic : lag->topics) {
@@ -114,10 +125,50 @@ void KafkaHistory::RecordGroup(GroupHistory& history, bool known, const kafka::C
       }
     }
   }
+  RememberEarlierCommits(history, group, policy, now);
+  RecordProgress(history, known, group.committed, sample, window, now);
+  if (group.members.value_or(0) > 0) history.last_active = now;
+}
+
+// A share group's poll, its start offsets standing for a consumer group's commits: they moving
+// forward is its progress, going back a reset (a regression).
+void KafkaHistory::RecordShareGroup(GroupHistory& history, bool known,
+                                    const kafka::ShareGroup& group,
+                                    const kafka::KafkaSnapshot& snapshot, double window,
+                                    double now) {
+  GroupSample sample{now, 0, 0};
+  std::vector<std::pair<kafka::TopicPartition, std::int64_t>> starts;  // sorted, as partitions
+  for (const kafka::SharePartition& partition : group.partitions) {
+    if (partition.start_offset < 0) continue;
+    starts.emplace_back(partition.partition, partition.start_offset);
+    if (const auto lag = kafka::ShareLagOf(partition, snapshot)) sample.lag_sum += lag->records;
+    const auto log = snapshot.partitions.find(partition.partition);
+    if (log != snapshot.partitions.end() && log->second.log_end) {
+      sample.log_end_sum += *log->second.log_end;
+    }
+  }
+  if (RecordProgress(history, known, starts, sample, window, now) == Progress::kRegressed) {
+    history.regression_times.push_back(now);
+  }
+  if (group.members.value_or(0) > 0) history.last_active = now;
+}
+
+// What both kinds of group keep of a poll: its sample, and whether its offsets (committed, or a
+// share group's start offsets) moved: a commit event when they moved forward, since when each
+// stands.
+template <typename SortedOffsets>
+KafkaHistory::Progress KafkaHistory::RecordProgress(GroupHistory& history, bool known,
+                                                    const SortedOffsets& offsets,
+                                                    const GroupSample& sample, double window,
+                                                    double now) {
+  if (!known) {
+    history.first_seen = now;
+    history.last_commit = now;
+  }
   bool advanced = false;
   bool regressed = false;
   ForEachWithStanding(
-      history.committed_standing, group.committed,
+      history.committed_standing, offsets,
       [&](const kafka::TopicPartition&, std::int64_t offset, const Standing* before) {
         if (before == nullptr) {
           advanced = advanced || known;
@@ -128,15 +179,15 @@ void KafkaHistory::RecordGroup(GroupHistory& history, bool known, const kafka::C
         }
       });
   if (known && (advanced || regressed)) history.last_commit = now;
-  RememberEarlierCommits(history, group, policy, now);
   if (known && advanced && !regressed && !history.samples.empty()) {
     history.commits.push_back({now, history.samples.back().lag_sum, sample.lag_sum});
     if (history.commits.size() > kCommitEventsKept) history.commits.erase(history.commits.begin());
   }
-  UpdateStanding(history.committed_standing, group.committed, now);
-  if (group.members.value_or(0) > 0) history.last_active = now;
+  UpdateStanding(history.committed_standing, offsets, now);
   history.samples.Add(sample);
   std::erase_if(history.regression_times, [&](double time) { return time < now - window; });
+  if (!known) return Progress::kNone;
+  return regressed ? Progress::kRegressed : (advanced ? Progress::kAdvanced : Progress::kNone);
 }
 
 // Kept for groups without members (a Flink source never joins its group: a new job's group
@@ -217,6 +268,11 @@ std::optional<double> KafkaHistory::InputRateOf(const GroupLag& lag, bool commit
 const GroupHistory* KafkaHistory::Group(const std::string& group) const {
   const auto found = groups_.find(group);
   return found != groups_.end() ? &found->second : nullptr;
+}
+
+const GroupHistory* KafkaHistory::ShareGroup(const std::string& group) const {
+  const auto found = share_groups_.find(group);
+  return found != share_groups_.end() ? &found->second : nullptr;
 }
 
 }  // namespace lagsight::analysis

@@ -7,7 +7,8 @@
 // (to match a Flink job's late committedOffset). It reads only the Kafka poll it is given and
 // what the Flink side tells it through EarlierCommitsPolicy; later stages read it, it reads none
 // of them. Groups and partitions a poll no longer shows are dropped; a group whose offsets a
-// poll did not answer keeps its history.
+// poll did not answer keeps its history. Share groups (KIP-932) are kept apart, in the same
+// shape: their start offsets are their progress.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +104,10 @@ class KafkaHistory {
   std::optional<double> InputRateOf(const GroupLag& lag, bool committed_only) const;
 
   const GroupHistory* Group(const std::string& group) const;
+  // A share group's history: its start offsets stand for the committed offsets (commits are
+  // the polls at which they moved forward, regressions those at which they went back), its lag
+  // is the one exported for it (kafka::ShareLagOf).
+  const GroupHistory* ShareGroup(const std::string& group) const;
   const std::map<std::string, GroupHistory>& groups() const { return groups_; }
   const std::map<kafka::TopicPartition, PartitionLogEnds>& log_ends() const { return log_ends_; }
   // When the poll of the latest log ends began: they were read after that.
@@ -113,12 +118,20 @@ class KafkaHistory {
   static void RecordGroup(GroupHistory& history, bool known, const kafka::ConsumerGroup& group,
                           const GroupLag* lag, const kafka::KafkaSnapshot& snapshot,
                           const EarlierCommitsPolicy& policy, double window, double now);
+  void RecordShareGroups(const kafka::KafkaSnapshot& snapshot, double window, double now);
+  static void RecordShareGroup(GroupHistory& history, bool known, const kafka::ShareGroup& group,
+                               const kafka::KafkaSnapshot& snapshot, double window, double now);
+  enum class Progress { kNone, kAdvanced, kRegressed };
+  template <typename SortedOffsets>
+  static Progress RecordProgress(GroupHistory& history, bool known, const SortedOffsets& offsets,
+                                 const GroupSample& sample, double window, double now);
   static void RememberEarlierCommits(GroupHistory& history, const kafka::ConsumerGroup& group,
                                      const EarlierCommitsPolicy& policy, double now);
 
   double requested_at_ = 0;
   std::map<kafka::TopicPartition, PartitionLogEnds> log_ends_;
   std::map<std::string, GroupHistory> groups_;
+  std::map<std::string, GroupHistory> share_groups_;
 };
 
 using KafkaHistories = std::map<std::string, KafkaHistory>;  // by cluster name

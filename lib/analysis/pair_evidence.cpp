@@ -416,14 +416,49 @@ std::optional<PairFacts> NotRunningPairFacts(const ClusterEvidence& cluster, con
   return facts;
 }
 
+namespace {
+
+// The facts every Kafka-only group is judged by, from its history: its lag and input over the
+// window, and its progress (a consumer group's commits, a share group's start offsets moving);
+// `waiting` (sorted) are its partitions with records to read.
+GroupFactsWithStuck ProgressFacts(const GroupHistory& history, std::optional<double> input_rate,
+                                  const std::vector<kafka::TopicPartition>& waiting,
+                                  const config::DiagnosisConfig& config, double now) {
+  const double window_seconds = Seconds(config.window);
+  GroupFactsWithStuck f;
+  f.regressions_in_window = static_cast<int>(history.regression_times.size());
+  const GroupSample* baseline = WindowBaseline(history.samples, now, window_seconds);
+  const GroupSample& latest = history.samples.back();
+  f.lag = static_cast<double>(latest.lag_sum);
+  f.input_rate = input_rate;
+  f.lag_trend = TrendOverWindow(
+      history.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window_seconds,
+      MinimumChange(config));
+  f.covered =
+      baseline != nullptr && latest.time - baseline->time >= kLevelCoverage * window_seconds;
+  f.committed_in_window =
+      !history.commits.empty() && history.commits.back().time > now - window_seconds;
+  f.input_arrived = baseline != nullptr && latest.log_end_sum > baseline->log_end_sum;
+  f.seconds_since_commit = now - history.last_commit;
+  f.commit_period_seconds = CommitPeriod(history.commits);
+  // A partition whose progress stopped while the group's others go on, with records waiting.
+  const double stuck_after = StalledAfterSeconds(f.commit_period_seconds, config);
+  // KafkaHistory::Record keeps committed_standing up to date with this poll's offsets.
+  f.stuck = StuckPartitions(
+      history.committed_standing,
+      [&](const kafka::TopicPartition& tp) {
+        return std::binary_search(waiting.begin(), waiting.end(), tp);
+      },
+      now, stuck_after);
+  for (const kafka::TopicPartition& tp : f.stuck) f.stuck_partitions.push_back(PartitionName(tp));
+  return f;
+}
+
+}  // namespace
+
 GroupFactsWithStuck GroupFactsOf(const ClusterEvidence& cluster, const GroupLag& lag,
                                  const GroupFindings& findings, const GroupHistory& history,
                                  PairHistory& pair, double now) {
-  const double window_seconds = Seconds(cluster.config.window);
-  GroupFactsWithStuck f;
-  f.regressions_in_window = static_cast<int>(history.regression_times.size());
-  f.offsets_expiring = ExpiringSoon(&findings, cluster.snapshot, cluster.config);
-
   bool uncommitted = false;
   // Sorted as they come (topics by name, partitions by number): a set's node per partition
   // was a tenth of tests/bench/analyzer_bench.
@@ -437,33 +472,28 @@ GroupFactsWithStuck GroupFactsOf(const ClusterEvidence& cluster, const GroupLag&
       if (partition.lag.value_or(0) > 0) waiting.push_back({topic.topic, partition.partition});
     }
   }
-  f.partitions_uncommitted = HeldFor(pair.uncommitted_since, uncommitted, now, window_seconds / 2);
-
-  const GroupSample* baseline = WindowBaseline(history.samples, now, window_seconds);
-  const GroupSample& latest = history.samples.back();
-  f.lag = static_cast<double>(latest.lag_sum);
-  f.input_rate = cluster.history.InputRateOf(lag, /*committed_only=*/true);
-  f.lag_trend = TrendOverWindow(
-      history.samples, [](const GroupSample& s) { return s.lag_sum; }, now, window_seconds,
-      MinimumChange(cluster.config));
-  f.covered =
-      baseline != nullptr && latest.time - baseline->time >= kLevelCoverage * window_seconds;
-  f.committed_in_window =
-      !history.commits.empty() && history.commits.back().time > now - window_seconds;
-  f.input_arrived = baseline != nullptr && latest.log_end_sum > baseline->log_end_sum;
-  f.seconds_since_commit = now - history.last_commit;
-  f.commit_period_seconds = CommitPeriod(history.commits);
-  // A partition whose commits stopped while the group's others go on, with records waiting.
-  const double stuck_after = StalledAfterSeconds(f.commit_period_seconds, cluster.config);
-  // KafkaHistory::Record keeps committed_standing up to date with this poll's offsets.
-  f.stuck = StuckPartitions(
-      history.committed_standing,
-      [&](const kafka::TopicPartition& tp) {
-        return std::binary_search(waiting.begin(), waiting.end(), tp);
-      },
-      now, stuck_after);
-  for (const kafka::TopicPartition& tp : f.stuck) f.stuck_partitions.push_back(PartitionName(tp));
+  GroupFactsWithStuck f =
+      ProgressFacts(history, cluster.history.InputRateOf(lag, /*committed_only=*/true), waiting,
+                    cluster.config, now);
+  f.offsets_expiring = ExpiringSoon(&findings, cluster.snapshot, cluster.config);
+  f.partitions_uncommitted =
+      HeldFor(pair.uncommitted_since, uncommitted, now, Seconds(cluster.config.window) / 2);
   return f;
+}
+
+GroupFactsWithStuck ShareGroupFactsOf(const ClusterEvidence& cluster,
+                                      const kafka::ShareGroup& group, const GroupHistory& history,
+                                      double now) {
+  std::set<kafka::TopicPartition> partitions;
+  std::vector<kafka::TopicPartition> waiting;  // sorted, as the group's partitions
+  for (const kafka::SharePartition& partition : group.partitions) {
+    partitions.insert(partition.partition);
+    const auto lag = kafka::ShareLagOf(partition, cluster.snapshot);
+    if (lag && lag->records > 0) waiting.push_back(partition.partition);
+  }
+  return ProgressFacts(history,
+                       cluster.history.InputRateOf(partitions, Seconds(cluster.config.window), now),
+                       waiting, cluster.config, now);
 }
 
 }  // namespace lagsight::analysis

@@ -105,4 +105,11 @@ GroupFactsWithStuck GroupFactsOf(const ClusterEvidence& cluster, const GroupLag&
                                  const GroupFindings& findings, const GroupHistory& history,
                                  PairHistory& pair, double now);
 
+// The facts of a share group (KIP-932), from its history (KafkaHistory::ShareGroup): judged as a
+// Kafka-only group is, its start offsets moving standing for commits. Its offsets never expire
+// and it has no uncommitted partitions: a share-partition without state has no lag.
+GroupFactsWithStuck ShareGroupFactsOf(const ClusterEvidence& cluster,
+                                      const kafka::ShareGroup& group, const GroupHistory& history,
+                                      double now);
+
 }  // namespace lagsight::analysis

@@ -1,6 +1,8 @@
 """Share groups (KIP-932) on a real Kafka 4.3.2 broker: listed with kind "share", their start offset
 and lag per partition as Kafka's own ``kafka-share-groups.sh --describe`` reports them; on Kafka
-4.1.1, whose coordinator reports no lag, the upper bound lagsight derives instead.
+4.1.1, whose coordinator reports no lag, the upper bound lagsight derives instead. Real share
+consumers (tests/harness/kafka/ShareConsumerApp.java) that fall behind and then stop: the group's
+diagnosis.
 
 librdkafka 2.0.2 (lagsight's client) lists groups with ListGroups v4, which Kafka 4.3.2 answers
 without share groups; lagsight lists them itself (ListGroups v5, types ["share"]) and reads their
@@ -21,7 +23,7 @@ import pytest
 import kafka_broker as kafka
 import promtext
 import workload
-from conftest import _register_log_for_failures
+from conftest import _register_log_for_failures, wait_until
 from kafka_broker import KafkaBroker
 
 KAFKA_VERSION = "4.3.2"
@@ -29,7 +31,8 @@ SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 OFFSETS_HEADER = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
 STATE_HEADER = ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
-# Families that may name a share group; every other series with its group label is a misreading.
+# Families that may name a share group, besides the diagnosis's (lagsight_diagnosis*, job_id="");
+# every other series with its group label is a misreading.
 SHARE_FAMILIES = {"lagsight_kafka_group_info", "lagsight_kafka_group_members",
                   "lagsight_kafka_group_member_info",
                   "lagsight_kafka_group_member_assigned_partitions",
@@ -68,8 +71,11 @@ def table(output: str, header: list[str]) -> list[list[str]]:
 
 def tool_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
     """(topic, partition) -> (start offset, lag) as ShareGroupCommand --describe shows them."""
-    rows = table(tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe",
-                      "--group", group), OFFSETS_HEADER)
+    output = tool(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--group",
+                  group)
+    if "has no offset information" in output:  # no share-partition has state yet
+        return {}
+    rows = table(output, OFFSETS_HEADER)
     return {(topic, int(partition)): (None if start == "-" else int(start),
                                       None if lag == "-" else int(lag))
             for row_group, topic, partition, start, lag in rows if row_group == group}
@@ -132,7 +138,9 @@ def broker(share_broker: KafkaBroker, request: pytest.FixtureRequest) -> KafkaBr
 
 
 def series_naming(metrics: promtext.Samples, group: str) -> set[str]:
-    return {name for name, labels in metrics if ("group", group) in labels}
+    """The families with a series of ``group``, the diagnosis's aside (a share group has one)."""
+    return {name for name, labels in metrics
+            if ("group", group) in labels and not name.startswith("lagsight_diagnosis")}
 
 
 def test_share_group_listed_with_tool_progress(broker, start_lagsight, unique_prefix):
@@ -326,3 +334,114 @@ def test_share_group_lag_without_the_coordinators_count_is_an_upper_bound(
     assert {(dict(labels)["topic"], int(dict(labels)["partition"])): int(value)
             for labels, value in starts.items()} == before
     assert series_naming(metrics, group) <= SHARE_FAMILIES
+
+
+APP_SOURCE = kafka.HARNESS_DIR / "kafka" / "ShareConsumerApp.java"
+PRODUCED_PER_SECOND = 12  # over two partitions
+ACKNOWLEDGED_PER_SECOND = 3  # by each share consumer
+# Short enough for a test: stalled needs a whole window of standing start offsets.
+STALL_WINDOW_SECONDS = 30
+SHARE_DIAGNOSIS = {"window": f"{STALL_WINDOW_SECONDS}s", "confirm_polls": 2,
+                   "lag_threshold_records": 50, "lag_threshold": "10s"}
+
+
+def share_consumer(bootstrap: str, topic: str, group: str, client: str) -> subprocess.Popen:
+    """A real share consumer acknowledging ACKNOWLEDGED_PER_SECOND records a second."""
+    return subprocess.Popen(
+        ["java", *kafka.TOOL_JVM_OPTIONS, "-cp", kafka.kafka_classpath(KAFKA_VERSION),
+         str(APP_SOURCE), bootstrap, topic, group, client, str(ACKNOWLEDGED_PER_SECOND)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(consumer: subprocess.Popen) -> None:
+    consumer.terminate()
+    consumer.wait(30)
+
+
+def total_lag_and_starts(bootstrap: str, group: str) -> tuple[int, dict]:
+    """The tool's lag summed over the group's partitions, and its start offsets."""
+    offsets = tool_offsets(bootstrap, group)
+    assert offsets and all(start is not None and lag is not None
+                           for start, lag in offsets.values()), offsets
+    return sum(lag for _, lag in offsets.values()), {tp: start for tp, (start, _) in
+                                                     offsets.items()}
+
+
+def lag_growth(bootstrap: str, group: str, seconds: float) -> tuple[float, bool]:
+    """Records/s the tool's lag grew by over ``seconds``, and whether any start offset moved."""
+    lag_before, starts_before = total_lag_and_starts(bootstrap, group)
+    began = time.time()
+    time.sleep(seconds)
+    lag_after, starts_after = total_lag_and_starts(bootstrap, group)
+    moved = any(starts_after[tp] > start for tp, start in starts_before.items())
+    return (lag_after - lag_before) / (time.time() - began), moved
+
+
+def share_cause(lagsight, group: str) -> str | None:
+    causes = [dict(labels)["cause"] for labels in promtext.select(
+        lagsight.scrape(), "lagsight_diagnosis", kafka_cluster=lagsight.cluster, group=group,
+        job_id="")]
+    return causes[0] if causes else None
+
+
+def test_share_consumers_that_stop_turn_the_lag_up_and_then_stall_the_group(
+        broker, start_lagsight, unique_prefix):
+    """Two real share consumers acknowledge 3 records/s each while 12/s arrive: the group is
+    really_behind. One stops: the tool's lag grows faster, and the group is not stalled (the
+    other consumer takes its records). Both stop: the tool's start offsets stand while records
+    arrive, and lagsight says stalled, not before a window of it."""
+    bootstrap, prefix = broker.bootstrap, unique_prefix
+    topic, group = f"{prefix}-jobs", f"{prefix}-workers"
+    workload.create_topic(bootstrap, topic, 2)
+    producer = workload.SteadyProducer(bootstrap, topic, 2, PRODUCED_PER_SECOND, value_bytes=50)
+    consumers = [share_consumer(bootstrap, topic, group, f"{prefix}-{name}")
+                 for name in ("a", "b")]
+    try:
+        lagsight = start_lagsight(bootstrap, groups={"allow": [f"{prefix}-.*"]},
+                                  diagnosis=SHARE_DIAGNOSIS)
+        wait_until(lambda: len(tool_members(bootstrap, group)) == 2, 60,
+                   "both share consumers in the group")
+        # A share-partition has no state (the tool shows "-") until the group first fetches it.
+        def both_started() -> bool:
+            offsets = tool_offsets(bootstrap, group)
+            return len(offsets) == 2 and all(start is not None and lag is not None
+                                             for start, lag in offsets.values())
+        wait_until(both_started, 60, "a start offset on both partitions")
+        # Ground truth: the group acknowledges, and falls behind.
+        both_rate, moved = lag_growth(bootstrap, group, 10)
+        assert moved, "the start offsets must move while both consume"
+        assert both_rate > 0, f"the lag must grow with two consumers: {both_rate:.1f}/s"
+        wait_until(lambda: share_cause(lagsight, group) == "really_behind", 90,
+                   "really_behind with two consumers falling behind")
+
+        stop(consumers[0])
+        wait_until(lambda: len(tool_members(bootstrap, group)) == 1, 60, "one member left")
+        one_rate, moved = lag_growth(bootstrap, group, 10)
+        assert moved, "the other consumer must go on acknowledging"
+        assert one_rate > both_rate, (
+            f"one consumer fewer must turn the lag up: {both_rate:.1f}/s -> {one_rate:.1f}/s")
+        seen = set()
+        deadline = time.time() + STALL_WINDOW_SECONDS
+        while time.time() < deadline:
+            seen.add(share_cause(lagsight, group))
+            time.sleep(1)
+        assert "stalled" not in seen, f"stalled while a consumer acknowledges: {seen}"
+
+        stopped_at = time.time()
+        stop(consumers[1])
+        _, moved = lag_growth(bootstrap, group, 5)
+        lag_1, starts_1 = total_lag_and_starts(bootstrap, group)
+        time.sleep(5)
+        lag_2, starts_2 = total_lag_and_starts(bootstrap, group)
+        assert not moved and starts_2 == starts_1, "the start offsets must stand with no consumer"
+        assert lag_2 > lag_1, "records must go on arriving"
+        wait_until(lambda: share_cause(lagsight, group) == "stalled",
+                   STALL_WINDOW_SECONDS + 60, "stalled once no consumer acknowledges")
+        seconds = time.time() - stopped_at
+        assert seconds >= STALL_WINDOW_SECONDS - 2, (
+            f"stalled {seconds:.0f} s after the last consumer stopped: sooner than a window")
+    finally:
+        for consumer in consumers:
+            if consumer.poll() is None:
+                stop(consumer)
+        producer.stop()
