@@ -1,16 +1,20 @@
 // ClientConnections: what one of lagsight's own Kafka clients keeps from call to call, the same
 // for the four of them (the batched OffsetFetch, the group describes, the share group reader,
-// the streams group listing): its options, the host names it resolved (until connecting to one
-// fails), and the TLS context built once from the options, or why it could not be (a file that
-// cannot be read, a wrong key password): every call then answers nothing and says so.
+// the streams group listing): its options (with the security they speak: TLS, SASL/PLAIN), the
+// host names it resolved (until connecting to one fails), and the TLS context built once from the
+// options, or why it could not be (a file that cannot be read, a wrong key password): every call
+// then answers nothing and says so.
 // Not thread-safe: one call at a time, as each client.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/result.h"
 
 namespace lagsight::kafka {
 
@@ -29,9 +33,29 @@ struct TlsOptions {
   bool verify_host_name = true;  // ssl.endpoint.identification.algorithm: https (or none)
 };
 
+// SASL/PLAIN as librdkafka's properties set it up (security.protocol SASL_PLAINTEXT or SASL_SSL,
+// sasl.mechanism PLAIN): sent on every connection right after ApiVersions (wire_sasl.h).
+struct SaslPlainCredentials {
+  std::string username;
+  std::string password;
+};
+
+// How lagsight's own clients reach the cluster, from its librdkafka properties.
+struct ClientSecurity {
+  std::optional<TlsOptions> tls;                   // nullopt: no TLS
+  std::optional<SaslPlainCredentials> sasl_plain;  // nullopt: no SASL
+};
+
+// The security of the client `properties` (librdkafka's) as these clients apply it: PLAINTEXT,
+// SSL, SASL_PLAINTEXT and SASL_SSL with the PLAIN mechanism; an error saying why when they would
+// not do as librdkafka does (another SASL mechanism, a PKCS#12 keystore, cipher or curve lists, a
+// CRL, an engine): the cluster is then read by librdkafka alone.
+Result<ClientSecurity> OwnClientSecurity(const std::map<std::string, std::string>& properties);
+
 struct BatchedOffsetFetcherOptions {
   std::vector<std::string> bootstrap_servers;  // host:port, [v6]:port, optionally proto://
   std::optional<TlsOptions> tls;               // nullopt: PLAINTEXT
+  std::optional<SaslPlainCredentials> sasl_plain;
   std::string client_id = "lagsight";
   // Connections per coordinator, each with one request in flight (a broker answers a
   // connection's requests one at a time).

@@ -15,6 +15,7 @@
 
 #include "common/tls_client.h"
 #include "kafka/share_wire.h"
+#include "kafka/wire_sasl.h"
 
 namespace lagsight::kafka {
 
@@ -262,7 +263,38 @@ asio::awaitable<Result<BrokerConnection>> CoordinatorSession::Open(Address addre
     co_return Error{*lacking};
   }
   stream->versions = std::move(versions).value();
+  if (options_.sasl_plain) {
+    if (auto refused = co_await AuthenticatePlain(*stream)) co_return *refused;
+  }
   co_return stream;
+}
+
+// SASL/PLAIN on a connection that has only asked ApiVersions (which a SASL listener answers
+// before authentication); until it succeeds the broker answers nothing else.
+asio::awaitable<std::optional<Error>> CoordinatorSession::AuthenticatePlain(
+    BrokerConnection& connection) {
+  const std::string where = " with " + connection.where + ": ";
+  if (!Supports(connection.versions, wire::kSaslHandshake, wire::kSaslHandshakeVersion) ||
+      !Supports(connection.versions, wire::kSaslAuthenticate, wire::kSaslAuthenticateVersion)) {
+    co_return Error{"SASL" + where + "the broker lacks SaslHandshake v1 or SaslAuthenticate v1"};
+  }
+  const SaslPlainCredentials& credentials = *options_.sasl_plain;
+  std::int32_t id = next_correlation_id_++;
+  auto payload =
+      co_await Exchange(connection, wire::SaslHandshakeRequest(id, options_.client_id, "PLAIN"));
+  if (!payload) co_return Error{"SaslHandshake" + where + payload.error().message};
+  if (auto refused = wire::ParseSaslHandshakeResponse(*payload, id, "PLAIN")) {
+    co_return Error{"SaslHandshake" + where + refused->message};
+  }
+  id = next_correlation_id_++;
+  payload = co_await Exchange(
+      connection, wire::SaslPlainAuthenticateRequest(id, options_.client_id, credentials.username,
+                                                     credentials.password));
+  if (!payload) co_return Error{"SaslAuthenticate" + where + payload.error().message};
+  if (auto refused = wire::ParseSaslAuthenticateResponse(*payload, id)) {
+    co_return Error{"SaslAuthenticate" + where + refused->message};
+  }
+  co_return std::nullopt;
 }
 
 // One connection to a coordinator, taking its batches until none is left.

@@ -2,7 +2,8 @@
 // offset_fetch_client.h, the ConsumerGroupDescribe and StreamsGroupDescribe of
 // group_describe_client.h, the share group reader of share_group_client.h, the streams group
 // listing of streams_group_lister.h) share: connections
-// of their own over PLAINTEXT or TLS, each checked with ApiVersions; the groups' coordinators
+// of their own over PLAINTEXT or TLS, each checked with ApiVersions and, with SASL/PLAIN
+// configured, authenticated right after (wire_sasl.h); the groups' coordinators
 // located with batched FindCoordinator v4 (KIP-699); each coordinator's groups cut into batches,
 // taken in turn by a few connections to it, one request in flight on each. Or, for what every
 // broker must be asked (ListGroups of share and of streams groups), one request to each broker
@@ -129,6 +130,7 @@ class CoordinatorSession {
   boost::asio::awaitable<Result<wire::Bytes>> ExchangeOn(Stream& stream,
                                                          const wire::Bytes& request);
   boost::asio::awaitable<Result<BrokerConnection>> Open(Address address);
+  boost::asio::awaitable<std::optional<Error>> AuthenticatePlain(BrokerConnection& connection);
   boost::asio::awaitable<void> Drain(std::shared_ptr<CoordinatorWork> work);
   boost::asio::awaitable<std::optional<BrokerConnection>> OpenBootstrap();
   boost::asio::awaitable<void> Locate();

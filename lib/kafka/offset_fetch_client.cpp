@@ -14,12 +14,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string Lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 // Sends one OffsetFetch for the groups ids[indices] and takes the offsets of those answered
 // exactly into `answer` (a group or partition with an error code is left to the per-group path).
 asio::awaitable<std::optional<std::string>> FetchBatch(const std::vector<std::string>& ids,
@@ -70,60 +64,6 @@ std::optional<std::string> LacksBatchedOffsetFetch(
 }
 
 }  // namespace
-
-Result<std::optional<TlsOptions>> BatchedOffsetFetcher::Security(
-    const std::map<std::string, std::string>& properties) {
-  const auto protocol = properties.find("security.protocol");
-  const std::string name = protocol == properties.end() ? "plaintext" : Lowercase(protocol->second);
-  if (name == "plaintext") return std::optional<TlsOptions>();
-  if (name != "ssl") {
-    return Error{"security.protocol " + protocol->second +
-                 " (the batched fetch speaks PLAINTEXT and SSL, not SASL)"};
-  }
-  // The TLS settings it applies as librdkafka does; any other (a PKCS#12 keystore, cipher, curve
-  // or signature lists, a CRL, an engine or provider) leaves the cluster to librdkafka.
-  static const std::set<std::string> kApplied = {"ssl.ca.location",
-                                                 "ssl.ca.pem",
-                                                 "ssl.certificate.location",
-                                                 "ssl.certificate.pem",
-                                                 "ssl.key.location",
-                                                 "ssl.key.pem",
-                                                 "ssl.key.password",
-                                                 "enable.ssl.certificate.verification",
-                                                 "ssl.endpoint.identification.algorithm"};
-  TlsOptions tls;
-  for (const auto& [key, value] : properties) {
-    const bool tls_setting = key.rfind("ssl.", 0) == 0 || key.rfind("ssl_", 0) == 0 ||
-                             key == "enable.ssl.certificate.verification";
-    if (!tls_setting) continue;
-    if (kApplied.count(key) == 0) return Error{key + " (not applied by the batched fetch)"};
-    if (key == "ssl.ca.location") {
-      if (Lowercase(value) == "probe") return Error{"ssl.ca.location probe"};
-      tls.ca_location = value;
-    } else if (key == "ssl.ca.pem") {
-      tls.ca_pem = value;
-    } else if (key == "ssl.certificate.location") {
-      tls.certificate_location = value;
-    } else if (key == "ssl.certificate.pem") {
-      tls.certificate_pem = value;
-    } else if (key == "ssl.key.location") {
-      tls.key_location = value;
-    } else if (key == "ssl.key.pem") {
-      tls.key_pem = value;
-    } else if (key == "ssl.key.password") {
-      tls.key_password = value;
-    } else if (key == "enable.ssl.certificate.verification") {
-      const std::string flag = Lowercase(value);
-      if (flag != "true" && flag != "false") return Error{key + " " + value};
-      tls.verify_certificate = flag == "true";
-    } else {  // ssl.endpoint.identification.algorithm
-      const std::string algorithm = Lowercase(value);
-      if (algorithm != "https" && algorithm != "none") return Error{key + " " + value};
-      tls.verify_host_name = algorithm == "https";
-    }
-  }
-  return std::optional<TlsOptions>(std::move(tls));
-}
 
 BatchedOffsetFetcher::BatchedOffsetFetcher(BatchedOffsetFetcherOptions options)
     : connections_(std::move(options)) {}

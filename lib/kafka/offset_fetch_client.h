@@ -45,13 +45,6 @@ struct BatchedOffsets {
 
 class BatchedOffsetFetcher {
  public:
-  // How the client `properties` (librdkafka's) reach the cluster: nullopt for PLAINTEXT, the
-  // TLS options for SSL; an error saying why when this fetcher does not speak it (SASL, a PKCS#12
-  // keystore, cipher or curve lists, a CRL, an engine: anything it would not do as librdkafka
-  // does).
-  static Result<std::optional<TlsOptions>> Security(
-      const std::map<std::string, std::string>& properties);
-
   explicit BatchedOffsetFetcher(BatchedOffsetFetcherOptions options);
   ~BatchedOffsetFetcher();
 

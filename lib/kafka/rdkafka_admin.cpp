@@ -143,10 +143,11 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
   queue_.reset(rd_kafka_queue_new(handle_.get()));
   closed_reason_.clear();
   record_reader_ = std::make_unique<RecordTimestampReader>(cluster_name_, properties_);
-  auto security = BatchedOffsetFetcher::Security(properties_);
+  auto security = OwnClientSecurity(properties_);
   if (security) {
     BatchedOffsetFetcherOptions options;
-    options.tls = std::move(security).value();
+    options.tls = std::move(security->tls);
+    options.sasl_plain = std::move(security->sasl_plain);
     // From properties_, not the argument: that may refer into the properties just replaced.
     std::stringstream list(properties_["bootstrap.servers"]);
     for (std::string server; std::getline(list, server, ',');) {
@@ -160,9 +161,12 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
     if (batched_offset_fetch_) {
       batched_ = std::make_unique<BatchedOffsetFetcher>(std::move(options));
     }
-  } else if (batched_offset_fetch_) {
-    spdlog::info("kafka cluster {}: committed offsets read one request per group: {}",
-                 cluster_name_, security.error().message);
+  } else {
+    spdlog::info(
+        "kafka cluster {}: lagsight's own Kafka clients do not connect ({}): KIP-848 members, "
+        "share and streams groups are not read{}",
+        cluster_name_, security.error().message,
+        batched_offset_fetch_ ? ", and committed offsets are read one request per group" : "");
   }
   return std::nullopt;
 }

@@ -49,6 +49,11 @@ class Writer {
     bytes_.insert(bytes_.end(), text.begin(), text.end());
   }
   void CompactArrayLength(std::size_t count) { UVarint(static_cast<std::uint32_t>(count) + 1); }
+  // BYTES of the non-flexible versions: int32 length.
+  void ByteString(std::string_view data) {
+    Int32(static_cast<std::int32_t>(data.size()));
+    bytes_.insert(bytes_.end(), data.begin(), data.end());
+  }
   void NullCompactArray() { UVarint(0); }
   void NoTaggedFields() { UVarint(0); }
 
@@ -128,6 +133,20 @@ class Reader {
       ok_ = false;
     }
     return ok_ ? count : 0;
+  }
+
+  // STRING or NULLABLE_STRING of the non-flexible versions: int16 length (-1: null, read as
+  // empty).
+  std::string_view String() {
+    const std::int16_t length = Int16();
+    if (length < -1) ok_ = false;
+    return length <= 0 ? std::string_view() : Take(static_cast<std::size_t>(length));
+  }
+  // BYTES of the non-flexible versions: int32 length.
+  std::string_view ByteString() {
+    const std::int32_t length = Int32();
+    if (length < 0) ok_ = false;
+    return length <= 0 ? std::string_view() : Take(static_cast<std::size_t>(length));
   }
 
   void Skip(std::size_t length) { Take(length); }

@@ -1,23 +1,24 @@
-"""lagsight against secured Kafka brokers: SASL_SSL with SCRAM-SHA-512, mTLS, and ACLs that grant
+"""lagsight against secured Kafka brokers: SASL_SSL with SCRAM-SHA-512 and PLAIN, mTLS, and ACLs that grant
 it exactly what the README lists (Describe and DescribeConfigs on the cluster, Read on topics,
 Describe on groups) and nothing more.
 
 Two real brokers serve the whole module, with StandardAuthorizer and no ACL granting anything by
 default:
 
-- Kafka 4.1.1 (the harness's release): a SASL_SSL listener (SCRAM-SHA-512) and an SSL listener
-  that requires a client certificate (mTLS).
+- Kafka 4.1.1 (the harness's release): a SASL_SSL listener (SCRAM-SHA-512 and PLAIN) and an SSL
+  listener that requires a client certificate (mTLS).
 - Kafka 3.9.1: a SASL_SSL listener (SCRAM-SHA-512). librdkafka before 2.6.1 (Debian 12 ships
   2.0.2) sends a SCRAM message that Kafka 4 brokers refuse as invalid credentials, so SCRAM is
   proven here and its refusal by 4.1.1 is pinned, with lagsight's explanation.
 
 Both keep the harness's PLAINTEXT listener, whose principal (ANONYMOUS) is the only super user:
 the test makes topics, groups and ACLs there, and Kafka's own tools read the ground truth there.
-The principals lagsight runs as are ``User:lagsight`` (SCRAM) and ``User:CN=<name>`` (client
+The principals lagsight runs as are ``User:lagsight`` (SCRAM or PLAIN) and ``User:CN=<name>`` (client
 certificates; Kafka's default SSL principal is the certificate's subject).
 
-Over SSL (mTLS) lagsight reads committed offsets with its own batched OffsetFetch client, in TLS
-with the same certificates (``batched_offset_fetch``, on by default); over SASL, with librdkafka.
+Over SSL (mTLS) and SASL/PLAIN lagsight reads committed offsets with its own batched OffsetFetch
+client, in TLS with the same certificates (``batched_offset_fetch``, on by default), authenticated
+with PLAIN on the SASL listener; over SCRAM, with librdkafka.
 
 On each broker: topic ``orders`` (3 partitions, records an hour old) with the simple group ``app``;
 topic ``secret`` and group ``hidden``, on which lagsight's principals are explicitly denied
@@ -141,6 +142,11 @@ def secured_broker(data_dir: Path, certificates: Certificates, kafka_version: st
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
             "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     }
+    if mtls:  # the newest broker also takes PLAIN on the same listener, as User:lagsight
+        properties["sasl.enabled.mechanisms"] = "SCRAM-SHA-512,PLAIN"
+        properties["listener.name.sasl_ssl.plain.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_lagsight="{PASSWORD}";')
     return KafkaBroker(data_dir, extra_properties=properties, extra_listeners=listeners,
                        scram_users={"lagsight": PASSWORD}, kafka_version=kafka_version)
 
@@ -249,6 +255,13 @@ def scram_properties(certificates: Certificates, password: str = PASSWORD) -> di
             "ssl.ca.location": str(certificates.ca)}
 
 
+def plain_properties(certificates: Certificates) -> dict[str, str]:
+    """SASL_SSL with PLAIN: what Confluent Cloud's API keys use."""
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+            "sasl.username": "lagsight", "sasl.password": PASSWORD,
+            "ssl.ca.location": str(certificates.ca)}
+
+
 def mtls_properties(certificates: Certificates, name: str = MTLS_NAME) -> dict[str, str]:
     cert, key = certificates.client(name)
     return {"security.protocol": "SSL", "ssl.ca.location": str(certificates.ca),
@@ -320,14 +333,18 @@ def settled(lagsight: LagsightProcess, description: str,
 # Tests
 
 
-@pytest.mark.parametrize("kafka_version, listener", [("3.9.1", "SASL_SSL"), ("4.1.1", "MTLS")],
-                         ids=["sasl-ssl-scram-sha-512-kafka-3.9.1", "mtls-kafka-4.1.1"])
-def test_minimal_acls_are_enough(cluster_logs, start_lagsight, kafka_version, listener):
-    """With only the README's ACLs, over SASL_SSL + SCRAM-SHA-512 and over mTLS, lagsight polls
-    without a single partial error and reports what Kafka's own tool reports."""
+@pytest.mark.parametrize("kafka_version, listener, mechanism",
+                         [("3.9.1", "SASL_SSL", "SCRAM-SHA-512"), ("4.1.1", "MTLS", None),
+                          ("4.1.1", "SASL_SSL", "PLAIN")],
+                         ids=["sasl-ssl-scram-sha-512-kafka-3.9.1", "mtls-kafka-4.1.1",
+                              "sasl-ssl-plain-kafka-4.1.1"])
+def test_minimal_acls_are_enough(cluster_logs, start_lagsight, kafka_version, listener,
+                                 mechanism):
+    """With only the README's ACLs, over SASL_SSL + SCRAM-SHA-512, SASL_SSL + PLAIN and mTLS,
+    lagsight polls without a single partial error and reports what Kafka's own tool reports."""
     cluster = cluster_logs[kafka_version]
-    properties = (scram_properties(cluster.certificates) if listener == "SASL_SSL"
-                  else mtls_properties(cluster.certificates))
+    properties = {"SCRAM-SHA-512": scram_properties, "PLAIN": plain_properties,
+                  None: mtls_properties}[mechanism](cluster.certificates)
     # Only the group the principal may read: the denied ones are the next test's subject.
     lagsight = start(start_lagsight, cluster.broker.listener_bootstrap(listener), properties,
                      groups={"allow": ["app"]})
@@ -337,14 +354,16 @@ def test_minimal_acls_are_enough(cluster_logs, start_lagsight, kafka_version, li
     assert value(metrics, "lagsight_kafka_up") == 1
     assert value(metrics, "lagsight_kafka_poll_partial_errors") == 0, warnings_in(lagsight.log_file)
     assert_same_as_kafka_tools(metrics, cluster.broker)
-    # Over mTLS the committed offsets came from lagsight's own batched OffsetFetch in TLS (a poll
-    # in which it answered and nothing failed); SASL stays with librdkafka.
+    # Over mTLS and SASL/PLAIN the committed offsets came from lagsight's own batched OffsetFetch
+    # (a poll in which it answered and nothing failed), in TLS, authenticated with PLAIN on the
+    # SASL listener; SCRAM stays with librdkafka.
     log = lagsight.log_file.read_text()
-    if listener == "MTLS":
-        assert "committed offsets read with batched OffsetFetch requests (KIP-709)" in log, log
+    if mechanism == "SCRAM-SHA-512":
+        assert ("own Kafka clients do not connect (SASL mechanism SCRAM-SHA-512 (lagsight's own "
+                "clients speak PLAIN only)): KIP-848 members, share and streams groups are not "
+                "read, and committed offsets are read one request per group") in log, log
     else:
-        assert ("committed offsets read one request per group: security.protocol SASL_SSL"
-                in log), log
+        assert "committed offsets read with batched OffsetFetch requests (KIP-709)" in log, log
 
 
 def test_scram_to_kafka_4_is_refused_for_old_librdkafka_and_said_so(cluster_logs, start_lagsight):

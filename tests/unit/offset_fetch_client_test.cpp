@@ -374,65 +374,6 @@ TEST_CASE("batched offset fetch: nothing listening is a failure naming the addre
   CHECK_THAT(fetched.failure, Catch::Contains("connecting to 127.0.0.1:1"));
 }
 
-TEST_CASE("batched offset fetch: PLAINTEXT and TLS as librdkafka sets them up; SASL is left to it",
-          "[kafka]") {
-  using Properties = std::map<std::string, std::string>;
-  const auto security = [](const Properties& properties) {
-    return BatchedOffsetFetcher::Security(properties);
-  };
-  for (const Properties& plaintext :
-       {Properties{}, Properties{{"security.protocol", "PLAINTEXT"}},
-        // TLS settings of a PLAINTEXT cluster are not used, by librdkafka either.
-        Properties{{"security.protocol", "plaintext"}, {"ssl.keystore.location", "/k.p12"}}}) {
-    const auto found = security(plaintext);
-    REQUIRE(found.ok());
-    CHECK_FALSE(found->has_value());
-  }
-
-  const auto tls = security({{"security.protocol", "SSL"},
-                             {"ssl.ca.location", "/etc/kafka/ca.pem"},
-                             {"ssl.certificate.location", "/etc/kafka/client.pem"},
-                             {"ssl.key.location", "/etc/kafka/client.key"},
-                             {"ssl.key.password", "secret"},
-                             {"client.id", "lagsight"}});
-  REQUIRE(tls.ok());
-  REQUIRE(tls->has_value());
-  CHECK((*tls)->ca_location == "/etc/kafka/ca.pem");
-  CHECK((*tls)->certificate_location == "/etc/kafka/client.pem");
-  CHECK((*tls)->key_location == "/etc/kafka/client.key");
-  CHECK((*tls)->key_password == "secret");
-  // librdkafka 2.0.2's defaults: the certificate verified, the host name checked.
-  CHECK((*tls)->verify_certificate);
-  CHECK((*tls)->verify_host_name);
-
-  const auto relaxed = security({{"security.protocol", "ssl"},
-                                 {"ssl.ca.pem", "-----BEGIN CERTIFICATE-----"},
-                                 {"enable.ssl.certificate.verification", "false"},
-                                 {"ssl.endpoint.identification.algorithm", "none"}});
-  REQUIRE(relaxed.ok());
-  REQUIRE(relaxed->has_value());
-  CHECK((*relaxed)->ca_pem == "-----BEGIN CERTIFICATE-----");
-  CHECK_FALSE((*relaxed)->verify_certificate);
-  CHECK_FALSE((*relaxed)->verify_host_name);
-
-  // What it would not do as librdkafka does stays with librdkafka, and the reason names it.
-  const auto refused = [&](const Properties& properties, const std::string& reason) {
-    const auto found = security(properties);
-    REQUIRE_FALSE(found.ok());
-    CHECK_THAT(found.error().message, Catch::Contains(reason));
-  };
-  refused({{"security.protocol", "SASL_SSL"}}, "SASL_SSL");
-  refused({{"security.protocol", "sasl_plaintext"}}, "sasl_plaintext");
-  refused({{"security.protocol", "SSL"}, {"ssl.keystore.location", "/k.p12"}},
-          "ssl.keystore.location");
-  refused({{"security.protocol", "SSL"}, {"ssl.cipher.suites", "ECDHE-RSA-AES128-GCM-SHA256"}},
-          "ssl.cipher.suites");
-  refused({{"security.protocol", "SSL"}, {"ssl.crl.location", "/crl.pem"}}, "ssl.crl.location");
-  refused({{"security.protocol", "SSL"}, {"ssl.ca.location", "probe"}}, "probe");
-  refused({{"security.protocol", "SSL"}, {"ssl.endpoint.identification.algorithm", "ldap"}},
-          "ldap");
-}
-
 TEST_CASE("batched offset fetch: TLS is spoken when configured, and a broken setup says why",
           "[kafka]") {
   // The fake broker speaks no TLS: the handshake fails, so a TLS fetcher never falls back to
