@@ -301,9 +301,11 @@ class KafkaBroker:
 # Kafka's own CLI tools: the ground truth the integration tests compare lagsight against.
 
 
-def run_kafka_tool(main_class: str, *args: str, timeout: float = TOOL_TIMEOUT_SECONDS) -> str:
-    """Runs one of Kafka's CLI classes and returns its stdout; raises with stderr on failure."""
-    command = ["java", *TOOL_JVM_OPTIONS, "-cp", kafka_classpath(), main_class, *args]
+def run_kafka_tool(main_class: str, *args: str, timeout: float = TOOL_TIMEOUT_SECONDS,
+                   version: str | None = None) -> str:
+    """Runs one of Kafka's CLI classes (of ``version``, else the pom's release) and returns its
+    stdout; raises with stderr on failure."""
+    command = ["java", *TOOL_JVM_OPTIONS, "-cp", kafka_classpath(version), main_class, *args]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                             check=False)
     if result.returncode != 0:

@@ -4,13 +4,15 @@ them, against Kafka's ``kafka-consumer-groups.sh --describe --members --verbose`
 librdkafka 2.0.2 (lagsight's client) cannot describe such groups; lagsight sends
 ConsumerGroupDescribe itself. Ground truth is Kafka's ConsumerGroupCommand, read while the group is
 stable; lagsight is then scraped after a poll that started later, and the tool read once more to
-prove nothing moved in between.
+prove nothing moved in between. On the harness's Kafka 4.1.1 and on the newest release it runs,
+4.3.2 (with that release's tool).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -19,6 +21,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 import kafka_broker as kafka
 import promtext
 import workload
+from conftest import _register_log_for_failures
+from kafka_broker import KafkaBroker
+
+NEWEST_KAFKA = "4.3.2"
 
 # Owners per partition are opt-in (series.partition_owners).
 KAFKA_SETTINGS = {"series": {"partition_owners": True}}
@@ -71,10 +77,10 @@ def parse_members_verbose(output: str) -> list[ToolMember]:
     return members
 
 
-def describe_members(bootstrap: str, group: str) -> list[ToolMember]:
+def describe_members(bootstrap: str, group: str, version: str | None) -> list[ToolMember]:
     return parse_members_verbose(kafka.run_kafka_tool(
         kafka.CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--group",
-        group, "--members", "--verbose"))
+        group, "--members", "--verbose", version=version))
 
 
 class Member:
@@ -142,10 +148,28 @@ def series_by(metrics: promtext.Samples, name: str, cluster: str, group: str,
                                                     group=group).items()}
 
 
-def test_kip848_members_equal_kafka_tools(kafka_broker, start_lagsight, unique_prefix):
+@pytest.fixture(scope="module")
+def newest_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-newest"),
+                     kafka_version=NEWEST_KAFKA) as broker:
+        yield broker
+
+
+@pytest.fixture(params=[None, NEWEST_KAFKA], ids=["kafka-4.1.1", f"kafka-{NEWEST_KAFKA}"])
+def broker_and_version(request: pytest.FixtureRequest) -> tuple[KafkaBroker, str | None]:
+    """The session's broker (the harness's release), or one of the newest release."""
+    if request.param is None:
+        return request.getfixturevalue("kafka_broker"), None
+    broker = request.getfixturevalue("newest_broker")
+    _register_log_for_failures(request, f"kafka {NEWEST_KAFKA} broker log", broker.log_file)
+    return broker, request.param
+
+
+def test_kip848_members_equal_kafka_tools(broker_and_version, start_lagsight, unique_prefix):
     """Two members of a KIP-848 group on a 4-partition topic: the member count, ids, client ids,
     hosts and the holder of every partition exported exactly as Kafka's tool reports them."""
-    bootstrap, prefix = kafka_broker.bootstrap, unique_prefix
+    broker, version = broker_and_version
+    bootstrap, prefix = broker.bootstrap, unique_prefix
     topic, group = f"{prefix}-orders", f"{prefix}-kip848"
     workload.create_topic(bootstrap, topic, 4)
     workload.produce(bootstrap, topic, [3, 2, 1, 4])
@@ -157,7 +181,7 @@ def test_kip848_members_equal_kafka_tools(kafka_broker, start_lagsight, unique_p
             for member in (a, b):
                 if member.error is not None:
                     raise member.error
-            members = describe_members(bootstrap, group)
+            members = describe_members(bootstrap, group, version)
             held = [tp for m in members for tp in m.current]
             if (len(members) == 2 and all(m.current == m.target and m.current for m in members)
                     and sorted(held) == [(topic, p) for p in range(4)]):
@@ -174,7 +198,7 @@ def test_kip848_members_equal_kafka_tools(kafka_broker, start_lagsight, unique_p
 
         quiescent_since = time.time()
         metrics = lagsight.wait_for_fresh_poll(quiescent_since)
-        assert describe_members(bootstrap, group) == members, "the group moved meanwhile"
+        assert describe_members(bootstrap, group, version) == members, "the group moved meanwhile"
 
     cluster = lagsight.cluster
     info = promtext.select(metrics, "lagsight_kafka_group_info", kafka_cluster=cluster,
