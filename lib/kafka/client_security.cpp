@@ -2,7 +2,7 @@
 // clients apply them.
 #include <algorithm>
 #include <cctype>
-#include <set>
+#include <map>
 
 #include "kafka/client_connections.h"
 
@@ -17,45 +17,35 @@ std::string Lowercase(std::string text) {
 
 Result<TlsOptions> TlsOf(const std::map<std::string, std::string>& properties) {
   // The TLS settings it applies as librdkafka does; any other (a PKCS#12 keystore, cipher, curve
-  // or signature lists, a CRL, an engine or provider) leaves the cluster to librdkafka.
-  static const std::set<std::string> kApplied = {"ssl.ca.location",
-                                                 "ssl.ca.pem",
-                                                 "ssl.certificate.location",
-                                                 "ssl.certificate.pem",
-                                                 "ssl.key.location",
-                                                 "ssl.key.pem",
-                                                 "ssl.key.password",
-                                                 "enable.ssl.certificate.verification",
-                                                 "ssl.endpoint.identification.algorithm"};
+  // or signature lists, a CRL, an engine or provider) leaves the cluster to librdkafka. These
+  // are taken as they are; the last three below are read.
+  static const std::map<std::string, std::string TlsOptions::*> kTexts = {
+      {"ssl.ca.pem", &TlsOptions::ca_pem},
+      {"ssl.certificate.location", &TlsOptions::certificate_location},
+      {"ssl.certificate.pem", &TlsOptions::certificate_pem},
+      {"ssl.key.location", &TlsOptions::key_location},
+      {"ssl.key.pem", &TlsOptions::key_pem},
+      {"ssl.key.password", &TlsOptions::key_password}};
   TlsOptions tls;
   for (const auto& [key, value] : properties) {
     const bool tls_setting = key.rfind("ssl.", 0) == 0 || key.rfind("ssl_", 0) == 0 ||
                              key == "enable.ssl.certificate.verification";
     if (!tls_setting) continue;
-    if (kApplied.count(key) == 0) return Error{key + " (not applied by lagsight's own clients)"};
-    if (key == "ssl.ca.location") {
+    if (const auto text = kTexts.find(key); text != kTexts.end()) {
+      tls.*(text->second) = value;
+    } else if (key == "ssl.ca.location") {
       if (Lowercase(value) == "probe") return Error{"ssl.ca.location probe"};
       tls.ca_location = value;
-    } else if (key == "ssl.ca.pem") {
-      tls.ca_pem = value;
-    } else if (key == "ssl.certificate.location") {
-      tls.certificate_location = value;
-    } else if (key == "ssl.certificate.pem") {
-      tls.certificate_pem = value;
-    } else if (key == "ssl.key.location") {
-      tls.key_location = value;
-    } else if (key == "ssl.key.pem") {
-      tls.key_pem = value;
-    } else if (key == "ssl.key.password") {
-      tls.key_password = value;
     } else if (key == "enable.ssl.certificate.verification") {
       const std::string flag = Lowercase(value);
       if (flag != "true" && flag != "false") return Error{key + " " + value};
       tls.verify_certificate = flag == "true";
-    } else {  // ssl.endpoint.identification.algorithm
+    } else if (key == "ssl.endpoint.identification.algorithm") {
       const std::string algorithm = Lowercase(value);
       if (algorithm != "https" && algorithm != "none") return Error{key + " " + value};
       tls.verify_host_name = algorithm == "https";
+    } else {
+      return Error{key + " (not applied by lagsight's own clients)"};
     }
   }
   return tls;
