@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds lagsight and runs every test: unit (Catch2 + promtool, via ctest), the deployment
 # tests, then integration against a real Kafka broker and real Flink MiniClusters it starts
-# itself (pytest) in two lanes side by side; the second lane ends with the unit tests and three
+# itself (pytest) in two lanes side by side; the second lane ends with the unit tests and four
 # integration modules again on an ASan + UBSan build, and a short fuzzing pass runs at idle
 # priority beside them. Exits non-zero when anything fails.
 # Usage: tests/run.sh [extra pytest arguments]
@@ -41,7 +41,7 @@ LAGSIGHT_BIN="$PWD/build/cmd/lagsight/lagsight" .venv/bin/python -m pytest -v \
 # share groups' (~1.3 min, three brokers) runs here, the streams groups' (~1 min) in lane 1.
 quiet_modules=(test_position_stores test_lateness test_late_flink_answers test_legacy_consumer
   test_default_polls test_status_page test_bottleneck test_share_groups)
-sanitized_modules=(test_daemon test_flink_faults test_flink)
+sanitized_modules=(test_daemon test_flink_faults test_flink_rest_security test_flink)
 quiet_files=() sanitized_files=() lane1_args=()
 for module in "${quiet_modules[@]}"; do quiet_files+=("tests/integration/$module.py"); done
 for module in "${sanitized_modules[@]}"; do sanitized_files+=("tests/integration/$module.py"); done
