@@ -320,6 +320,13 @@ class Judgement::Round {
       if (history == nullptr || history->samples.empty()) continue;
       const PairKey key{cluster_name_, group.id, ""};
       PairState& pair = Pair(key);
+      if (!group.offsets_known) {
+        // This poll could not read its progress. Judged on the history alone it would show no
+        // trend and turn healthy while nothing is known of it: its last verdict stands until
+        // its start offsets are read again, as a source blip's does.
+        Emit(key, pair.last);
+        continue;
+      }
       const GroupFactsWithStuck facts = ShareGroupFactsOf(cluster_, group, *history, now_);
       std::optional<DiagnosisFinding> finding =
           Conclude(key, pair, "", GroupEvidenceFrom(facts, config_), GroupPrecedence(),

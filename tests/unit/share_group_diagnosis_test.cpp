@@ -28,6 +28,7 @@ class ShareWorld {
   std::map<int, std::int64_t> log_end{{0, 1000}, {1, 1000}};
   std::map<int, std::int64_t> start{{0, 1000}, {1, 1000}};
   bool coordinator_lag = false;         // Kafka 4.3+: the coordinator counts the lag
+  bool offsets_read = true;             // false: DescribeShareGroupOffsets failed this poll
   std::int64_t acknowledged_ahead = 0;  // acknowledged records past each start offset
   double now = 1'000'000;
 
@@ -46,8 +47,9 @@ class ShareWorld {
       snapshot.partitions[{"jobs", partition}] = {0, end};
       kafka::SharePartition share{{"jobs", partition}, start.at(partition), std::nullopt};
       if (coordinator_lag) share.lag = end - start.at(partition) - acknowledged_ahead;
-      group.partitions.push_back(share);
+      if (offsets_read) group.partitions.push_back(share);
     }
+    group.offsets_known = offsets_read;
     snapshot.share_groups.push_back(group);
     poll_ = analysis::DeriveKafkaPoll(std::move(snapshot), poll_);
     analysis::SourcesView view;
@@ -178,4 +180,20 @@ TEST_CASE("Share group: start offsets reset backwards are rewinding", "[analysis
   REQUIRE(world.Finding() != nullptr);
   CHECK(std::find(world.Finding()->evidence.begin(), world.Finding()->evidence.end(),
                   Cause::kRewinding) != world.Finding()->evidence.end());
+}
+
+TEST_CASE("Share group: while its progress cannot be read, its last verdict stands",
+          "[analysis][share]") {
+  ShareWorld world;
+  world.Run(30, [&](int) { Second(world, 15, 4); });  // behind, as in the first case
+  REQUIRE(world.Finding() != nullptr);
+  REQUIRE(world.Finding()->cause == Cause::kReallyBehind);
+  // DescribeShareGroupOffsets fails for 10 minutes: the history alone would no longer show a
+  // trend, and the group would turn healthy while nothing is known of it.
+  world.offsets_read = false;
+  const auto seen = world.Run(40, [&](int) { Second(world, 15, 4); });
+  CHECK(seen == std::set<Cause>{Cause::kReallyBehind});
+  world.offsets_read = true;
+  world.Run(3, [&](int) { Second(world, 15, 4); });
+  CHECK(world.Finding()->cause == Cause::kReallyBehind);
 }
