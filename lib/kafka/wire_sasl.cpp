@@ -15,6 +15,14 @@ using detail::Writer;
 
 constexpr std::int16_t kUnsupportedSaslMechanism = 33;
 constexpr std::size_t kMechanismBytes = 2;  // an empty STRING
+// What of the broker's own words goes into an error (and so the log): a broker may send up to
+// max_response_bytes of them.
+constexpr std::size_t kBrokerWordsKept = 256;
+
+std::string Clipped(std::string_view words) {
+  if (words.size() <= kBrokerWordsKept) return std::string(words);
+  return std::string(words.substr(0, kBrokerWordsKept)) + "...";
+}
 
 }  // namespace
 
@@ -39,7 +47,7 @@ std::optional<Error> ParseSaslHandshakeResponse(std::span<const std::uint8_t> pa
   if (!reader.ok()) return Truncated("SaslHandshake");
   if (error_code == kUnsupportedSaslMechanism) {
     return Error{"the broker does not enable SASL mechanism " + std::string(mechanism) +
-                 " (it enables: " + (offered.empty() ? "none" : offered) + ")"};
+                 " (it enables: " + (offered.empty() ? "none" : Clipped(offered)) + ")"};
   }
   if (error_code != 0) {
     return Error{"SaslHandshake answered error code " + std::to_string(error_code)};
@@ -66,7 +74,7 @@ std::optional<Error> ParseSaslAuthenticateResponse(std::span<const std::uint8_t>
   Reader reader(payload);
   if (auto error = ReadHeader(reader, correlation_id, false, "SaslAuthenticate")) return *error;
   const std::int16_t error_code = reader.Int16();
-  const std::string message(reader.String());
+  const std::string message = Clipped(reader.String());
   reader.ByteString();  // auth_bytes: PLAIN's answer is empty
   reader.Int64();       // session_lifetime_ms: a connection lives for one poll
   if (!reader.ok()) return Truncated("SaslAuthenticate");

@@ -172,4 +172,9 @@ TEST_CASE("SASL/PLAIN answers: accepted, refused in the broker's words, truncate
   CHECK_THAT(
       wire::ParseSaslAuthenticateResponse(Concat({Int32(5), Int16(0), Int16(40)}), 5)->message,
       Catch::Contains("truncated"));
+  // A broker's words are kept short, whatever it sends.
+  const auto wordy = wire::ParseSaslAuthenticateResponse(
+      Concat({Int32(5), Int16(58), String(std::string(30000, 'x')), Int32(0), Int64(0)}), 5);
+  REQUIRE(wordy.has_value());
+  CHECK(wordy->message.size() < 400);
 }
