@@ -30,11 +30,16 @@ Result<CommittedOffsets> CommittedOffsetsOf(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Error{rd_kafka_event_error_string(event)};
   }
+  // NULL for an event of another type: librdkafka would then read through it (a suspect of
+  // the SIGSEGV seen once while the broker stopped, test_broker_outage_and_restart).
   const auto* result = rd_kafka_event_ListConsumerGroupOffsets_result(event);
+  if (result == nullptr) {
+    return Error{std::string("unexpected event: ") + rd_kafka_event_name(event)};
+  }
   std::size_t group_count = 0;
   const rd_kafka_group_result_t** groups =
       rd_kafka_ListConsumerGroupOffsets_result_groups(result, &group_count);
-  if (group_count != 1) {
+  if (groups == nullptr || group_count != 1) {
     return Error{"unexpected answer with " + std::to_string(group_count) + " groups"};
   }
   if (const rd_kafka_error_t* error = rd_kafka_group_result_error(groups[0])) {
