@@ -23,6 +23,14 @@ std::map<std::string, std::string> ClientProperties(const config::KafkaClusterCo
     servers += (servers.empty() ? "" : ",") + server;
   }
   properties["bootstrap.servers"] = servers;
+  // librdkafka 2.0.2 crashes (SIGSEGV in its main thread) when a ListConsumerGroupOffsets answer
+  // says NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, as every answer does while a group's
+  // coordinator moves (a broker stopping, a rolling restart): rd_kafka_handle_OffsetFetch asks the
+  // client's own consumer group handle to look its coordinator up again, and a client without a
+  // group.id has none, a NULL it writes through (librdkafka issue #5040, still open in 2.4.0).
+  // With a group.id the client has one, and that lookup is of a group nobody uses (see
+  // kClientGroupId). Reproduced on librdkafka's mock cluster: tests/unit/rdkafka_admin_test.cpp.
+  properties["group.id"] = kClientGroupId;
   properties["enable.auto.commit"] = "false";
   properties["enable.auto.offset.store"] = "false";
   // Log end = high watermark, as Kafka's own consumer-groups tool reports it.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "kafka/client_properties.h"
 #include "kafka/rdkafka_client.h"
 
 namespace lagsight::kafka {
@@ -16,10 +17,6 @@ using SteadyClock = std::chrono::steady_clock;
 struct MessageDeleter {
   void operator()(rd_kafka_message_t* message) const { rd_kafka_message_destroy(message); }
 };
-
-// The record reader's group.id. It only exists because librdkafka 2.0.2's assign() demands one;
-// the reader never subscribes or commits, so no such group is ever created on the broker.
-constexpr const char* kRecordReaderGroup = "lagsight-record-timestamps-never-commits";
 
 // The positions still to read, per partition, lowest first.
 using PendingPositions = std::map<TopicPartition, std::deque<std::int64_t>>;
@@ -269,7 +266,7 @@ Result<rd_kafka_t*> RecordTimestampReader::Consumer(bool read_committed) {
   auto& reader = read_committed ? committed_reader_ : record_reader_;
   if (!reader) {
     std::map<std::string, std::string> properties = properties_;
-    properties["group.id"] = kRecordReaderGroup;
+    properties["group.id"] = kClientGroupId;  // librdkafka 2.0.2's assign() demands one
     // A read_committed reader reads as a read_committed consumer does: up to the last stable
     // offset, skipping aborted records; its ListOffsets answer the last stable offset as the log
     // end (librdkafka sends the handle's isolation level).

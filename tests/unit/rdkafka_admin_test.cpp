@@ -1,12 +1,14 @@
-// RdKafkaAdmin's rule that one client never talks to two clusters, against librdkafka's own mock
-// clusters (fault injection: a cluster that goes away). The real-broker evidence is
-// tests/integration/test_kafka_signals.py::test_bootstrap_list_mixing_two_clusters.
+// RdKafkaAdmin against librdkafka's own mock clusters (fault injection): its rule that one client
+// never talks to two clusters (a cluster that goes away; the real-broker evidence is
+// tests/integration/test_kafka_signals.py::test_bootstrap_list_mixing_two_clusters), and a group
+// whose coordinator moves (real broker: test_kafka_lag.py::test_broker_outage_and_restart).
 #include "kafka/rdkafka_admin.h"
 
 #include <librdkafka/rdkafka_mock.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,6 +34,7 @@ class MockCluster {
   }
   std::string bootstraps() const { return rd_kafka_mock_cluster_bootstraps(cluster_.get()); }
   void Stop() { cluster_.reset(); }
+  rd_kafka_mock_cluster_t* cluster() const { return cluster_.get(); }
 
  private:
   struct Deleter {
@@ -101,4 +104,35 @@ TEST_CASE("rdkafka admin: one bootstrap address is read at once, without asking 
   const auto counts = (*admin)->TopicPartitionCounts(5s);
   REQUIRE(counts.ok());
   CHECK(counts->at("orders") == 4);
+}
+
+TEST_CASE(
+    "rdkafka admin: a group whose coordinator moves is an error for that poll, not a crash of "
+    "librdkafka",
+    "[kafka]") {
+  // librdkafka 2.0.2 without a group.id wrote through a NULL here (client_properties.cpp): the
+  // SIGSEGV test_kafka_lag.py::test_broker_outage_and_restart met now and then on a real broker
+  // while it stopped. The per-group path is every group's on brokers before Kafka 3.0 and on
+  // clusters lagsight's own client does not speak to.
+  MockCluster a("orders", 2);
+  auto config = Config({a.bootstraps()});
+  config.batched_offset_fetch = false;
+  auto admin = RdKafkaAdmin::Create(config);
+  REQUIRE(admin.ok());
+  const rd_kafka_resp_err_t moving =
+      GENERATE(RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
+  CAPTURE(rd_kafka_err2name(moving));
+  constexpr std::int16_t kOffsetFetch = 9;  // the API key; rdkafka_protocol.h is not installed
+  rd_kafka_mock_push_request_errors(a.cluster(), kOffsetFetch, 1, moving);
+
+  const auto moved = (*admin)->ListCommittedOffsets({"orders-readers"}, 4, 2s, 5s);
+  REQUIRE(moved.size() == 1);
+  REQUIRE_FALSE(moved[0].ok());
+  CHECK(moved[0].error().message.find("oordinator") != std::string::npos);
+
+  // The next poll reads the group again: it has committed nothing, so no offsets.
+  const auto next = (*admin)->ListCommittedOffsets({"orders-readers"}, 4, 2s, 5s);
+  REQUIRE(next.size() == 1);
+  REQUIRE(next[0].ok());
+  CHECK(next[0]->empty());
 }
