@@ -1,8 +1,10 @@
 // How long one Kafka poll's analysis (history, findings, diagnosis) takes for N simple groups
 // with P partitions each, on their own topic or on T topics they share
 // (tests/bench/side_by_side.py: 1, as many groups reading one topic as Flink jobs reading a busy
-// one). Prints the median over 20 polls after 40 warm-up polls (so the series are full). Usage:
-// analyzer_bench [groups] [partitions] [shared_topics]
+// one). Prints the median over 20 polls after 40 warm-up polls (so the series are full).
+// `lag_seconds` 1 gives every lagging position a record timestamp, as a cluster whose consumers
+// move has them (groups commit 50 different positions per partition; side_by_side.py's live data
+// set). Usage: analyzer_bench [groups] [partitions] [shared_topics] [lag_seconds]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
   const int groups = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int partitions = argc > 2 ? std::atoi(argv[2]) : 8;
   const int shared_topics = argc > 3 ? std::atoi(argv[3]) : 0;  // 0: a topic per group
+  const bool lag_seconds = argc > 4 && std::atoi(argv[4]) != 0;
   analysis::Analyzer analyzer{config::DiagnosisConfig{}};
   std::vector<double> millis;
   for (int poll = 0; poll < 60; ++poll) {
@@ -42,7 +45,14 @@ int main(int argc, char** argv) {
       group.members = 0;
       for (int p = 0; p < partitions; ++p) {
         snapshot.partitions[{topic, p}] = {0, 1000 + 10 * poll};
-        group.committed[{topic, p}] = 1000 + 8 * poll;
+        const std::int64_t committed = 1000 + 8 * poll - g % 50;
+        group.committed[{topic, p}] = committed;
+        if (lag_seconds) {
+          // A record written 2 s per offset before the log end, read by the producer's clock.
+          const std::int64_t behind = 1000 + 10 * poll - committed;
+          snapshot.record_timestamps[{{topic, p}, committed, false}] = {
+              (1'000'000 + 15 * poll - 2 * behind) * 1000, false};
+        }
       }
       snapshot.groups.push_back(std::move(group));
     }
@@ -61,7 +71,9 @@ int main(int argc, char** argv) {
   }
   std::sort(millis.begin(), millis.end());
   std::printf(
-      "groups=%d partitions=%d shared_topics=%d analysis per poll: median %.1f ms, min %.1f ms\n",
-      groups, partitions, shared_topics, millis[millis.size() / 2], millis.front());
+      "groups=%d partitions=%d shared_topics=%d lag_seconds=%d analysis per poll: median %.1f ms, "
+      "min %.1f ms\n",
+      groups, partitions, shared_topics, lag_seconds ? 1 : 0, millis[millis.size() / 2],
+      millis.front());
   return 0;
 }
