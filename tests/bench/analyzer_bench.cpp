@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "analysis/analyzer.h"
+#include "metrics/findings_metrics.h"
+#include "metrics/kafka_metrics.h"
 
 using namespace lagsight;
 
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
   const bool lag_seconds = argc > 4 && std::atoi(argv[4]) != 0;
   analysis::Analyzer analyzer{config::DiagnosisConfig{}};
   std::vector<double> millis;
+  std::vector<double> render_millis;  // the cluster's and the findings' families, from the poll
   for (int poll = 0; poll < 60; ++poll) {
     kafka::KafkaSnapshot snapshot;
     snapshot.offsets_retention_seconds = 7 * 24 * 3600;
@@ -62,6 +65,20 @@ int main(int argc, char** argv) {
     const auto findings = analyzer.ObserveKafka("prod", view, 1'000'000.0 + 15 * poll);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     if (poll >= 40) millis.push_back(std::chrono::duration<double, std::milli>(elapsed).count());
+    if (poll >= 55) {  // what the daemon renders after the analysis, at the default series
+      const auto render_started = std::chrono::steady_clock::now();
+      metrics::FamilyBuilder builder;
+      const auto cluster_findings = findings->kafka.find("prod");
+      metrics::AppendKafkaMetrics(
+          "prod", {true, 1, 1, 1, 0}, view.kafka["prod"],
+          cluster_findings == findings->kafka.end() ? nullptr : cluster_findings->second.get(),
+          config::KafkaSeriesConfig{}, builder, 1);
+      metrics::AppendFindingsMetrics(*findings, builder);
+      const GzippedText gzipped = std::move(builder).RenderGzip();
+      render_millis.push_back(std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - render_started)
+                                  .count());
+    }
     // A new group has no history to judge yet; after the warm-up every group has a finding.
     if (poll >= 40 && findings->diagnosis.size() != static_cast<std::size_t>(groups)) {
       std::fprintf(stderr, "poll %d: %zu diagnosis findings for %d groups\n", poll,
@@ -75,5 +92,8 @@ int main(int argc, char** argv) {
       "min %.1f ms\n",
       groups, partitions, shared_topics, lag_seconds ? 1 : 0, millis[millis.size() / 2],
       millis.front());
+  std::sort(render_millis.begin(), render_millis.end());
+  std::printf("render (one thread, gzipped) per poll: median %.1f ms\n",
+              render_millis[render_millis.size() / 2]);
   return 0;
 }
