@@ -1,9 +1,10 @@
 // RdKafkaAdmin: KafkaAdmin over librdkafka 2.0.2 (Debian 12).
 //
-// Owns one consumer-type client handle (no group.id: it never joins or commits) that is reused
-// across polls, so connections survive between polls and librdkafka reconnects by itself after a
-// broker restart. Admin requests go through a private queue and are always polled with a
-// timeout. Not thread-safe: one poll at a time.
+// Owns one consumer-type client handle (it never joins or commits; its group.id is
+// kClientGroupId, client_properties.h) that is reused across polls, so connections survive
+// between polls and librdkafka reconnects by itself after a broker restart; it is opened afresh
+// only when a group's coordinator moved (ListCommittedOffsets). Admin requests go through a private
+// queue and are always polled with a timeout. Not thread-safe: one poll at a time.
 //
 // One librdkafka client must never talk to two clusters: librdkafka leaves that undefined, and
 // 2.0.2 crashed (SIGSEGV in its main thread, within seconds) when a bootstrap list named two
@@ -106,18 +107,24 @@ class RdKafkaAdmin final : public KafkaAdmin {
                                        std::chrono::milliseconds request_timeout,
                                        std::chrono::milliseconds total_timeout,
                                        std::vector<Result<CommittedOffsets>>& results);
+  // Replaces the main client with a new one, which knows no coordinator yet; false (and a
+  // warning) when librdkafka refuses to create it.
+  bool ReopenMainClient(std::size_t moved_groups);
   // Logs how committed offsets were read when that differs from the last poll's.
   void LogBatchedState(const std::string& failure, std::size_t answered, std::size_t asked);
   // Says once (again only when it changes) why the brokers cannot serve share groups, and clears
   // `failure` then: an older broker is no error of every poll.
   void SayShareGroupsUnsupported(bool unsupported, std::string& failure);
   // Committed offsets of the groups ids[per_group[...]] into `results`, one librdkafka request
-  // per group, at most `max_in_flight` at once, until `deadline`.
-  void ReadPerGroup(const std::vector<std::string>& ids, const std::vector<std::size_t>& per_group,
-                    int max_in_flight, std::chrono::milliseconds request_timeout,
-                    std::chrono::milliseconds total_timeout,
-                    std::chrono::steady_clock::time_point deadline,
-                    std::vector<Result<CommittedOffsets>>& results);
+  // per group, at most `max_in_flight` at once, until `deadline`. Returns the indexes (into
+  // `ids`) of the groups whose answer said their coordinator moved (NOT_COORDINATOR).
+  std::vector<std::size_t> ReadPerGroup(const std::vector<std::string>& ids,
+                                        const std::vector<std::size_t>& per_group,
+                                        int max_in_flight,
+                                        std::chrono::milliseconds request_timeout,
+                                        std::chrono::milliseconds total_timeout,
+                                        std::chrono::steady_clock::time_point deadline,
+                                        std::vector<Result<CommittedOffsets>>& results);
 
   // `described`, with a broker's lack of the describe API said once (in `said`, as last logged)
   // instead of failed each poll.

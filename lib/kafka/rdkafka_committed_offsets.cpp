@@ -25,6 +25,19 @@ struct OffsetsRequestDeleter {
   }
 };
 
+// Whether librdkafka's answer says the broker it asked no longer coordinates the group.
+bool CoordinatorMoved(rd_kafka_event_t* event) {
+  if (rd_kafka_event_error(event) == RD_KAFKA_RESP_ERR_NOT_COORDINATOR) return true;
+  const auto* result = rd_kafka_event_ListConsumerGroupOffsets_result(event);
+  if (result == nullptr) return false;
+  std::size_t group_count = 0;
+  const rd_kafka_group_result_t** groups =
+      rd_kafka_ListConsumerGroupOffsets_result_groups(result, &group_count);
+  const rd_kafka_error_t* error =
+      groups != nullptr && group_count == 1 ? rd_kafka_group_result_error(groups[0]) : nullptr;
+  return error != nullptr && rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR_NOT_COORDINATOR;
+}
+
 // One group's committed offsets, from librdkafka's answer to its ListConsumerGroupOffsets call.
 Result<CommittedOffsets> CommittedOffsetsOf(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -85,8 +98,34 @@ std::vector<Result<CommittedOffsets>> RdKafkaAdmin::ListCommittedOffsets(
     per_group.resize(ids.size());
     for (std::size_t index = 0; index < ids.size(); ++index) per_group[index] = index;
   }
-  ReadPerGroup(ids, per_group, max_in_flight, request_timeout, total_timeout, deadline, results);
+  const std::vector<std::size_t> moved = ReadPerGroup(
+      ids, per_group, max_in_flight, request_timeout, total_timeout, deadline, results);
+  // librdkafka 2.0.2 sends a group's requests to the coordinator it cached for as long as the
+  // entry is used (every poll), and forgets it only when that broker's connection drops: a
+  // coordinator that moved while both brokers stay up (a partition reassignment, a preferred
+  // leader election, auto.leader.rebalance.enable) answered NOT_COORDINATOR to every poll, the
+  // group without offsets for good. A client opened afresh looks the coordinators up again.
+  if (!moved.empty() && ReopenMainClient(moved.size())) {
+    ReadPerGroup(ids, moved, max_in_flight, request_timeout, total_timeout, deadline, results);
+  }
   return results;
+}
+
+bool RdKafkaAdmin::ReopenMainClient(std::size_t moved_groups) {
+  auto handle = NewClient<RdKafkaDeleter>(properties_, cluster_name_, client_errors_.get());
+  if (!handle) {
+    spdlog::warn("kafka cluster {}: reopening the client after a coordinator moved: {}",
+                 cluster_name_, handle.error().message);
+    return false;
+  }
+  queue_.reset();  // before the client it belongs to
+  handle_ = std::move(handle).value();
+  queue_.reset(rd_kafka_queue_new(handle_.get()));
+  spdlog::info(
+      "kafka cluster {}: {} group(s) answered that their coordinator moved to another broker; "
+      "librdkafka's client was reopened to look the coordinators up again",
+      cluster_name_, moved_groups);
+  return true;
 }
 
 std::vector<std::size_t> RdKafkaAdmin::ReadBatched(const std::vector<std::string>& ids,
@@ -134,15 +173,15 @@ void RdKafkaAdmin::LogBatchedState(const std::string& failure, std::size_t answe
   }
 }
 
-void RdKafkaAdmin::ReadPerGroup(const std::vector<std::string>& ids,
-                                const std::vector<std::size_t>& per_group, int max_in_flight,
-                                milliseconds request_timeout, milliseconds total_timeout,
-                                SteadyClock::time_point deadline,
-                                std::vector<Result<CommittedOffsets>>& results) {
+std::vector<std::size_t> RdKafkaAdmin::ReadPerGroup(
+    const std::vector<std::string>& ids, const std::vector<std::size_t>& per_group,
+    int max_in_flight, milliseconds request_timeout, milliseconds total_timeout,
+    SteadyClock::time_point deadline, std::vector<Result<CommittedOffsets>>& results) {
   // librdkafka 2.0.2 takes one group per ListConsumerGroupOffsets call; keeping a window of
   // calls in flight avoids both serializing thousands of groups and flooding the coordinators.
   std::map<void*, std::size_t> in_flight;  // token -> index into ids
   std::size_t next = 0;                    // into per_group
+  std::vector<std::size_t> moved;          // indexes into ids whose coordinator moved
 
   const auto send_next = [&] {
     const std::size_t index = per_group[next++];
@@ -173,6 +212,7 @@ void RdKafkaAdmin::ReadPerGroup(const std::vector<std::string>& ids,
     const auto found = in_flight.find(rd_kafka_event_opaque(event.get()));
     if (found == in_flight.end()) continue;  // a stale answer to an earlier poll
     results[found->second] = CommittedOffsetsOf(event.get());
+    if (CoordinatorMoved(event.get())) moved.push_back(found->second);
     in_flight.erase(found);
   }
   for (const auto& [token, index] : in_flight) {
@@ -181,6 +221,7 @@ void RdKafkaAdmin::ReadPerGroup(const std::vector<std::string>& ids,
   for (std::size_t left = next; left < per_group.size(); ++left) {
     results[per_group[left]] = Error{"not requested: the poll ran out of time"};
   }
+  return moved;
 }
 
 }  // namespace lagsight::kafka

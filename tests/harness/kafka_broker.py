@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import ctypes
+import json
 import re
 import signal
 import socket
@@ -127,6 +128,11 @@ class KafkaBroker:
     ``extra_properties``. The PLAINTEXT listener at ``bootstrap`` always stays: the harness's
     readiness check and Kafka's tools use it. ``kafka_version`` runs another Kafka release than
     the pom's (see ``kafka_classpath``).
+
+    ``joins`` makes this process a second broker of that broker's cluster (broker role only,
+    ``node_id`` 2 by default, formatted with the same cluster id, voting with its controller):
+    for what only a cluster of two brokers shows, a group's coordinator moving between them.
+    Start it after the broker it joins.
     """
 
     def __init__(self, data_dir: Path, port: int | None = None,
@@ -135,8 +141,11 @@ class KafkaBroker:
                  heap: str = "512m",
                  extra_listeners: dict[str, str] | None = None,
                  scram_users: dict[str, str] | None = None,
-                 kafka_version: str | None = None) -> None:
+                 kafka_version: str | None = None,
+                 joins: KafkaBroker | None = None, node_id: int | None = None) -> None:
         self.data_dir = Path(data_dir).resolve()
+        self.joins = joins
+        self.node_id = node_id or (2 if joins else 1)
         self.port = port or free_loopback_port()
         self.controller_port = controller_port or free_loopback_port()
         self.extra_properties = dict(extra_properties or {})
@@ -165,12 +174,14 @@ class KafkaBroker:
                         for name, port in self.listener_ports.items())
         protocols = "".join(f",{name}:{protocol}"
                             for name, protocol in self.extra_listeners.items())
+        voters = self.joins or self
         properties = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "process.roles": "broker" if self.joins else "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{voters.node_id}@127.0.0.1:{voters.controller_port}",
             "controller.listener.names": "CONTROLLER",
-            "listeners": (f"PLAINTEXT://127.0.0.1:{self.port},"
+            "listeners": (f"PLAINTEXT://127.0.0.1:{self.port}{extra}" if self.joins else
+                          f"PLAINTEXT://127.0.0.1:{self.port},"
                           f"CONTROLLER://127.0.0.1:{self.controller_port}{extra}"),
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{extra}",
             "listener.security.protocol.map":
@@ -207,7 +218,9 @@ class KafkaBroker:
         with self.log_file.open("ab") as log:
             result = subprocess.run(
                 ["java", *TOOL_JVM_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool",
-                 "format", "--cluster-id", random_cluster_id(), "--config", str(properties_file),
+                 "format", "--cluster-id",
+                 self.joins.stored_cluster_id() if self.joins else random_cluster_id(),
+                 "--config", str(properties_file),
                  *scram],
                 stdout=log, stderr=subprocess.STDOUT, timeout=TOOL_TIMEOUT_SECONDS, check=False)
         if result.returncode != 0:
@@ -301,6 +314,27 @@ class KafkaBroker:
 # Kafka's own CLI tools: the ground truth the integration tests compare lagsight against.
 
 
+REASSIGN_PARTITIONS_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def move_partitions(bootstrap: str, topic: str, partitions: range, to_broker: int,
+                    work_dir: Path) -> None:
+    """Moves each of ``partitions`` of ``topic`` to ``to_broker`` alone, as an operator does with
+    kafka-reassign-partitions, and returns once the tool verifies the moves complete."""
+    plan = work_dir / f"move-{topic}-to-{to_broker}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": partition, "replicas": [to_broker]}
+        for partition in partitions]}))
+    arguments = ["--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan)]
+    run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments, "--execute")
+    deadline = time.monotonic() + 60
+    while "is still in progress" in run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments,
+                                                   "--verify"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"moving {topic} to broker {to_broker} did not complete in 60 s")
+        time.sleep(0.5)
+
+
 def run_kafka_tool(main_class: str, *args: str, timeout: float = TOOL_TIMEOUT_SECONDS,
                    version: str | None = None) -> str:
     """Runs one of Kafka's CLI classes (of ``version``, else the pom's release) and returns its
@@ -357,6 +391,7 @@ class GroupMembership:
     group: str
     state: str
     members: int
+    coordinator_id: int | None = None  # the node id of the group's coordinator
 
 
 # Headers exactly as Kafka 4.1 prints them, split on whitespace. A parser refuses any other
@@ -416,7 +451,8 @@ def parse_list_with_state_and_type(output: str) -> list[GroupListing]:
 
 def parse_describe_state(output: str) -> list[GroupMembership]:
     """Parses ``ConsumerGroupCommand --describe --state`` output."""
-    return [GroupMembership(group=fields[0], state=fields[4], members=int(fields[5]))
+    return [GroupMembership(group=fields[0], state=fields[4], members=int(fields[5]),
+                            coordinator_id=int(fields[2].strip("()")))
             for fields in _table_rows(output, DESCRIBE_STATE_HEADER)]
 
 
