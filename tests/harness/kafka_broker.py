@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import base64
 import ctypes
-import json
 import re
 import signal
 import socket
@@ -203,6 +202,10 @@ class KafkaBroker:
         properties.update(self.extra_properties)
         return properties
 
+    def configured(self, key: str) -> str:
+        """The value of ``key`` in the broker's server.properties."""
+        return self._properties()[key]
+
     def _write_properties(self) -> Path:
         path = self.data_dir / "server.properties"
         path.write_text("".join(f"{key}={value}\n" for key, value in self._properties().items()))
@@ -312,27 +315,6 @@ class KafkaBroker:
 
 # ----------------------------------------------------------------------------------------------
 # Kafka's own CLI tools: the ground truth the integration tests compare lagsight against.
-
-
-REASSIGN_PARTITIONS_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-
-
-def move_partitions(bootstrap: str, topic: str, partitions: range, to_broker: int,
-                    work_dir: Path) -> None:
-    """Moves each of ``partitions`` of ``topic`` to ``to_broker`` alone, as an operator does with
-    kafka-reassign-partitions, and returns once the tool verifies the moves complete."""
-    plan = work_dir / f"move-{topic}-to-{to_broker}.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": partition, "replicas": [to_broker]}
-        for partition in partitions]}))
-    arguments = ["--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan)]
-    run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments, "--execute")
-    deadline = time.monotonic() + 60
-    while "is still in progress" in run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments,
-                                                   "--verify"):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"moving {topic} to broker {to_broker} did not complete in 60 s")
-        time.sleep(0.5)
 
 
 def run_kafka_tool(main_class: str, *args: str, timeout: float = TOOL_TIMEOUT_SECONDS,

@@ -14,13 +14,17 @@ Every wait here has a deadline; a maker that cannot finish raises instead of han
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException,
                              Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from kafka_broker import run_kafka_tool
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
@@ -226,6 +230,27 @@ def add_partitions(bootstrap: str, topic: str, total: int,
             return
         time.sleep(0.1)
     raise TimeoutError(f"topic {topic} does not have {total} led partitions after {timeout} s")
+
+
+REASSIGN_PARTITIONS_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def move_partitions(bootstrap: str, topic: str, partitions: range, to_broker: int,
+                    work_dir: Path) -> None:
+    """Moves each of ``partitions`` of ``topic`` to ``to_broker`` alone, as an operator does with
+    kafka-reassign-partitions, and returns once the tool verifies the moves complete."""
+    plan = work_dir / f"move-{topic}-to-{to_broker}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": partition, "replicas": [to_broker]}
+        for partition in partitions]}))
+    arguments = ["--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan)]
+    run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments, "--execute")
+    deadline = time.monotonic() + 60
+    while "is still in progress" in run_kafka_tool(REASSIGN_PARTITIONS_COMMAND, *arguments,
+                                                   "--verify"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"moving {topic} to broker {to_broker} did not complete in 60 s")
+        time.sleep(0.5)
 
 
 def record_timestamp_ms(bootstrap: str, topic: str, partition: int, offset: int,

@@ -336,9 +336,9 @@ def test_group_coordinator_moving_to_another_broker(own_broker, start_lagsight, 
 
         before = coordinator()
         after = second.node_id if before == own_broker.node_id else own_broker.node_id
-        kafka.move_partitions(bootstrap, "__consumer_offsets",
-                              range(int(own_broker._properties()["offsets.topic.num.partitions"])),
-                              after, tmp_path)
+        offsets_partitions = int(own_broker.configured("offsets.topic.num.partitions"))
+        workload.move_partitions(bootstrap, "__consumer_offsets", range(offsets_partitions), after,
+                                 tmp_path)
         wait_until(lambda: coordinator() == after, 60,
                    f"the group's coordinator to move from broker {before} to {after}")
         # New records and a commit after the move: the values are only right if lagsight reads
