@@ -43,8 +43,7 @@ Result<CommittedOffsets> CommittedOffsetsOf(rd_kafka_event_t* event) {
   if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Error{rd_kafka_event_error_string(event)};
   }
-  // NULL for an event of another type: librdkafka would then read through it (a suspect of
-  // the SIGSEGV seen once while the broker stopped, test_broker_outage_and_restart).
+  // NULL for an event of another type, which librdkafka's accessors below would read through.
   const auto* result = rd_kafka_event_ListConsumerGroupOffsets_result(event);
   if (result == nullptr) {
     return Error{std::string("unexpected event: ") + rd_kafka_event_name(event)};
