@@ -353,7 +353,11 @@ asio::awaitable<void> CoordinatorSession::Locate() {
     }
     for (const wire::Coordinator& coordinator : *coordinators) {
       const auto found = index_of.find(coordinator.group);
-      if (found == index_of.end() || coordinator.error_code != 0) continue;
+      if (found == index_of.end()) continue;
+      if (coordinator.error_code != 0) {
+        lookup_errors_[found->second] = coordinator.error_code;
+        continue;
+      }
       auto& node = work[coordinator.node_id];
       if (!node) {
         node = std::make_shared<CoordinatorWork>();

@@ -99,6 +99,9 @@ class CoordinatorSession {
   const std::string& failure() const { return failure_; }
   // Whether some broker lacked what the VersionCheck asks for (its failure says which).
   bool unsupported() const { return unsupported_; }
+  // The error code FindCoordinator answered a group with, by index into the session's ids (such a
+  // group is in no batch).
+  const std::map<std::size_t, std::int16_t>& lookup_errors() const { return lookup_errors_; }
 
   const std::string& client_id() const { return options_.client_id; }
   std::int32_t NextCorrelationId() { return next_correlation_id_++; }
@@ -148,6 +151,7 @@ class CoordinatorSession {
   BatchSender send_;
   std::string failure_;
   bool unsupported_ = false;
+  std::map<std::size_t, std::int16_t> lookup_errors_;
   std::int32_t next_correlation_id_ = 1;
   // Last: destroyed first, and with it every coroutine frame still pending at a timeout, before
   // what they refer to.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "kafka/coordinator_session.h"
+#include "kafka/error_names.h"
 #include "kafka/wire.h"
 #include "kafka/wire_streams.h"
 
@@ -15,25 +16,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::int16_t kGroupIdNotFound = 69;
-
-// The names of the error codes ConsumerGroupDescribe and StreamsGroupDescribe answer a group with.
-std::string ErrorName(std::int16_t code) {
-  static const std::map<std::int16_t, const char*> kNames = {
-      {14, "COORDINATOR_LOAD_IN_PROGRESS"},
-      {15, "COORDINATOR_NOT_AVAILABLE"},
-      {16, "NOT_COORDINATOR"},
-      {24, "INVALID_GROUP_ID"},
-      {29, "TOPIC_AUTHORIZATION_FAILED"},
-      {30, "GROUP_AUTHORIZATION_FAILED"},
-      {42, "INVALID_REQUEST"},
-      {kGroupIdNotFound, "GROUP_ID_NOT_FOUND"}};
-  const auto found = kNames.find(code);
-  return found == kNames.end()
-             ? "error code " + std::to_string(code)
-             : std::string(found->second) + " (error code " + std::to_string(code) + ")";
-}
-
 GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described, const DescribeApi& api) {
   GroupDescription description;
   description.id = std::move(described.group);
@@ -42,7 +24,8 @@ GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described, const D
     return description;
   }
   if (described.error_code != 0) {
-    description.error = std::string(api.name) + " answered " + ErrorName(described.error_code) +
+    description.error = std::string(api.name) + " answered " +
+                        KafkaErrorName(described.error_code) +
                         (described.error_message.empty() ? "" : ": " + described.error_message);
     return description;
   }

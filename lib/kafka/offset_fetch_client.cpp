@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "kafka/coordinator_session.h"
+#include "kafka/error_names.h"
 #include "kafka/wire.h"
 
 namespace lagsight::kafka {
@@ -15,7 +16,7 @@ namespace asio = boost::asio;
 namespace {
 
 // Sends one OffsetFetch for the groups ids[indices] and takes the offsets of those answered
-// exactly into `answer` (a group or partition with an error code is left to the per-group path).
+// exactly into `answer` (a group or partition with an error code is left out, the code named).
 asio::awaitable<std::optional<std::string>> FetchBatch(const std::vector<std::string>& ids,
                                                        BatchedOffsets& answer,
                                                        CoordinatorSession& session,
@@ -38,7 +39,15 @@ asio::awaitable<std::optional<std::string>> FetchBatch(const std::vector<std::st
   for (wire::FetchedGroup& group : *fetched) {
     const auto found = index_of.find(group.group);
     if (found == index_of.end()) continue;
-    if (group.error_code != 0 || group.partition_error_code != 0) continue;
+    if (group.error_code != 0) {
+      answer.errors[found->second] = "OffsetFetch answered " + KafkaErrorName(group.error_code);
+      continue;
+    }
+    if (group.partition_error_code != 0) {
+      answer.errors[found->second] =
+          "OffsetFetch answered " + KafkaErrorName(group.partition_error_code) + " for a partition";
+      continue;
+    }
     CommittedOffsets::sequence_type entries;
     for (const wire::FetchedTopic& topic : group.topics) {
       for (const auto& [partition, offset] : topic.partitions) {
@@ -75,13 +84,15 @@ BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
                                            std::chrono::milliseconds total_timeout) {
   BatchedOffsets answer;
   answer.offsets.resize(ids.size());
+  answer.errors.resize(ids.size());
   if (ids.empty()) return answer;
   if (!connections_.tls_failure().empty()) {
     answer.failure = connections_.tls_failure();
+    answer.unsupported = true;
     return answer;
   }
   {
-    // Whatever it had not answered at the deadline goes to the per-group path.
+    // Whatever it had not answered at the deadline is not read this poll.
     CoordinatorSession session(
         connections_, request_timeout, ids, "OffsetFetch", LacksBatchedOffsetFetch,
         [&ids, &answer](CoordinatorSession& running, BrokerConnection& connection,
@@ -90,6 +101,10 @@ BatchedOffsets BatchedOffsetFetcher::Fetch(const std::vector<std::string>& ids,
         });
     session.Run(total_timeout);
     answer.failure = session.failure();
+    answer.unsupported = session.unsupported();
+    for (const auto& [index, code] : session.lookup_errors()) {
+      answer.errors[index] = "FindCoordinator answered " + KafkaErrorName(code);
+    }
   }
   return answer;
 }

@@ -7,11 +7,11 @@
 // librdkafka's threads (perf, README "Measured"), half of lagsight's idle cost; a handful of
 // batched requests cost a few milliseconds. Everything else still goes through librdkafka.
 //
-// It answers only what it can answer exactly and leaves the rest to librdkafka's per-group path
-// (RdKafkaAdmin::ListCommittedOffsets): a group comes back nullopt when the broker predates
-// OffsetFetch v8, its coordinator is moving or loading, the group or one of its partitions
-// carries an error code, a connection fails or the time runs out. So error messages, retries and
-// anything unusual stay librdkafka's. Only for clusters reached over PLAINTEXT or TLS (SSL, mTLS)
+// It answers only what it can answer exactly: a group comes back nullopt when the broker predates
+// OffsetFetch v8 (`unsupported`: librdkafka's per-group path reads those,
+// RdKafkaAdmin::ListCommittedOffsets), its coordinator is moving or loading, the group or one of
+// its partitions carries an error code (`errors` names it), a connection fails or the time runs
+// out. Only for clusters reached over PLAINTEXT or TLS (SSL, mTLS)
 // with the settings TlsOptions holds (see Security); SASL clusters and unusual TLS settings keep
 // the per-group path.
 //
@@ -37,6 +37,12 @@ namespace lagsight::kafka {
 struct BatchedOffsets {
   // One per requested id, in the same order; nullopt: not answered here.
   std::vector<std::optional<CommittedOffsets>> offsets;
+  // One per requested id: for a group not answered, what the broker answered it with, if it did
+  // ("OffsetFetch answered NOT_COORDINATOR (error code 16)"); else empty.
+  std::vector<std::string> errors;
+  // A broker lacks the requests (before Kafka 3.0), or the TLS settings could not be loaded: the
+  // fetch cannot serve this cluster.
+  bool unsupported = false;
   // The first failure met (the broker is too old, a connection failed, an answer could not be
   // decoded, the time ran out); empty when every request was answered.
   std::string failure;

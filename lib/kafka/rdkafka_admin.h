@@ -102,7 +102,7 @@ class RdKafkaAdmin final : public KafkaAdmin {
   void FollowBootstraps(const std::vector<BootstrapIdentity>& identities);
 
   // Committed offsets through the batched fetch, into `results`; returns the indexes (into
-  // `ids`) of the groups it could not answer exactly, left to the per-group path.
+  // `ids`) of the groups left to the per-group path: those of a cluster it cannot serve.
   std::vector<std::size_t> ReadBatched(const std::vector<std::string>& ids,
                                        std::chrono::milliseconds request_timeout,
                                        std::chrono::milliseconds total_timeout,
@@ -111,7 +111,8 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // warning) when librdkafka refuses to create it.
   bool ReopenMainClient(std::size_t moved_groups);
   // Logs how committed offsets were read when that differs from the last poll's.
-  void LogBatchedState(const std::string& failure, std::size_t answered, std::size_t asked);
+  void LogBatchedState(const std::string& failure, bool unsupported, std::size_t answered,
+                       std::size_t asked);
   // Says once (again only when it changes) why the brokers cannot serve share groups, and clears
   // `failure` then: an older broker is no error of every poll.
   void SayShareGroupsUnsupported(bool unsupported, std::string& failure);

@@ -1,6 +1,6 @@
 // RdKafkaAdmin::ListCommittedOffsets: the committed offsets of many groups, read with batched
 // OffsetFetch requests (KIP-709, kafka/offset_fetch_client.h) where the cluster config asks for
-// them, and through librdkafka one request per group for every group those could not answer.
+// them and the cluster can serve them, else through librdkafka one request per group.
 // The rest of RdKafkaAdmin is in rdkafka_admin.cpp.
 #include <spdlog/spdlog.h>
 
@@ -132,33 +132,47 @@ std::vector<std::size_t> RdKafkaAdmin::ReadBatched(const std::vector<std::string
                                                    milliseconds total_timeout,
                                                    std::vector<Result<CommittedOffsets>>& results) {
   std::vector<std::size_t> per_group;
-  // At most half the time: what it leaves (a broker answering slowly) still gets its turn.
+  // At most half the time: what it leaves on a cluster it cannot serve still gets its turn.
   BatchedOffsets batched = batched_->Fetch(ids, request_timeout, total_timeout / 2);
+  std::size_t answered = 0;
   for (std::size_t index = 0; index < ids.size(); ++index) {
     if (batched.offsets[index]) {
       results[index] = std::move(*batched.offsets[index]);
-    } else {
+      ++answered;
+    } else if (batched.unsupported) {
       per_group.push_back(index);
+    } else {
+      // Not asked again through librdkafka: what the batched fetch could not read now (a
+      // coordinator moving, loading or down, a broker stopping) is what librdkafka 2.0.2's
+      // coordinator requests crash on (client_properties.cpp; and an assertion in its admin
+      // worker, librdkafka PR #5397, when a coordinator's connection drops). The next poll reads
+      // the group again.
+      results[index] =
+          !batched.errors[index].empty()
+              ? Error{batched.errors[index]}
+              : Error{"not read this poll: " + (batched.failure.empty()
+                                                    ? "its coordinator did not answer in time"
+                                                    : batched.failure)};
     }
   }
-  const std::size_t answered = ids.size() - per_group.size();
-  LogBatchedState(batched.failure, answered, ids.size());
+  LogBatchedState(batched.failure, batched.unsupported, answered, ids.size());
   spdlog::debug("kafka cluster {}: {} of {} groups' committed offsets in {} batched requests",
                 cluster_name_, answered, ids.size(), batched.requests);
   return per_group;
 }
 
-void RdKafkaAdmin::LogBatchedState(const std::string& failure, std::size_t answered,
-                                   std::size_t asked) {
+void RdKafkaAdmin::LogBatchedState(const std::string& failure, bool unsupported,
+                                   std::size_t answered, std::size_t asked) {
   // Logged when it changes, not every poll. A group the broker answered with an error is no
-  // failure of the fetch: librdkafka's answer for it carries the error.
+  // failure of the fetch: its partial error carries the error.
   std::string state;
-  if (answered == 0 && asked != 0) {
-    state = "read one request per group: the batched fetch answered none: " +
+  if (unsupported) {
+    state = "read one request per group: " + failure;
+  } else if (answered == 0 && asked != 0) {
+    state = "not read this poll: the batched fetch answered none: " +
             (failure.empty() ? "each group with an error" : failure);
   } else if (!failure.empty()) {
-    state =
-        "read with batched OffsetFetch requests (KIP-709), some one request per group: " + failure;
+    state = "read with batched OffsetFetch requests (KIP-709), some not this poll: " + failure;
   } else if (asked != 0) {
     state = "read with batched OffsetFetch requests (KIP-709)";
   }

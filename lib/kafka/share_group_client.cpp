@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "kafka/coordinator_session.h"
+#include "kafka/error_names.h"
 #include "kafka/share_wire.h"
 #include "kafka/typed_group_listing.h"
 
@@ -14,26 +15,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::int16_t kGroupIdNotFound = 69;
 constexpr const char* kShareType = "share";
-
-// The names of the error codes DescribeShareGroupOffsets answers a group or partition with.
-std::string ErrorName(std::int16_t code) {
-  static const std::map<std::int16_t, const char*> kNames = {
-      {-1, "UNKNOWN_SERVER_ERROR"},
-      {3, "UNKNOWN_TOPIC_OR_PARTITION"},
-      {14, "COORDINATOR_LOAD_IN_PROGRESS"},
-      {15, "COORDINATOR_NOT_AVAILABLE"},
-      {16, "NOT_COORDINATOR"},
-      {29, "TOPIC_AUTHORIZATION_FAILED"},
-      {30, "GROUP_AUTHORIZATION_FAILED"},
-      {42, "INVALID_REQUEST"},
-      {kGroupIdNotFound, "GROUP_ID_NOT_FOUND"}};
-  const auto found = kNames.find(code);
-  return found == kNames.end()
-             ? "error code " + std::to_string(code)
-             : std::string(found->second) + " (error code " + std::to_string(code) + ")";
-}
 
 // Why a broker cannot serve the reader, or nullopt: it must list by type, name the cluster's
 // brokers, locate coordinators in batches and describe share group offsets.
@@ -82,7 +64,7 @@ ShareGroup ProgressOf(wire::ShareGroupOffsets&& answered, std::vector<std::strin
         errors.push_back("share group \"" + group.id + "\" on " + topic.name + "[" +
                          std::to_string(partition.partition) +
                          "]: DescribeShareGroupOffsets answered " +
-                         ErrorName(partition.error_code));
+                         KafkaErrorName(partition.error_code));
         continue;
       }
       SharePartition progress;
@@ -135,7 +117,7 @@ asio::awaitable<std::optional<std::string>> DescribeMembers(ShareGroupProgress& 
     if (group.error_code == kGroupIdNotFound) continue;
     if (group.error_code != 0) {
       answer.errors.push_back("share group \"" + target.id + "\": ShareGroupDescribe answered " +
-                              ErrorName(group.error_code) +
+                              KafkaErrorName(group.error_code) +
                               (group.error_message.empty() ? "" : ": " + group.error_message));
       continue;
     }
@@ -178,7 +160,7 @@ asio::awaitable<std::optional<std::string>> DescribeBatch(const std::vector<std:
     if (group.error_code != 0) {
       answer.errors.push_back("share group \"" + group.group +
                               "\": DescribeShareGroupOffsets answered " +
-                              ErrorName(group.error_code) +
+                              KafkaErrorName(group.error_code) +
                               (group.error_message.empty() ? "" : ": " + group.error_message));
       continue;
     }

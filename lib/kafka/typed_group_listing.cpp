@@ -5,28 +5,13 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
-#include <map>
 
+#include "kafka/error_names.h"
 #include "kafka/snapshot.h"
 
 namespace lagsight::kafka {
 
 namespace asio = boost::asio;
-
-namespace {
-
-// The error codes ListGroups answers with: a broker still loading its groups (after a start or a
-// coordinator move) answers 14 for a moment.
-std::string ListErrorName(std::int16_t code) {
-  static const std::map<std::int16_t, const char*> kNames = {{14, "COORDINATOR_LOAD_IN_PROGRESS"},
-                                                             {15, "COORDINATOR_NOT_AVAILABLE"},
-                                                             {29, "GROUP_AUTHORIZATION_FAILED"}};
-  const std::string number = "error code " + std::to_string(code);
-  const auto found = kNames.find(code);
-  return found == kNames.end() ? number : std::string(found->second) + " (" + number + ")";
-}
-
-}  // namespace
 
 // A broker still loading its groups is asked again a few times, 200 ms apart (within the
 // session's time), as librdkafka does for the main listing: just after a broker starts, a poll
@@ -50,7 +35,7 @@ asio::awaitable<Result<std::vector<wire::ListedGroup>>> ListGroupsOfTypes(
       continue;
     }
     if (listed->error_code != 0) {
-      co_return Error{where + "answered " + ListErrorName(listed->error_code)};
+      co_return Error{where + "answered " + KafkaErrorName(listed->error_code)};
     }
     std::vector<wire::ListedGroup> groups;
     for (wire::ListedGroup& group : listed->groups) {

@@ -402,8 +402,7 @@ def test_denied_group_and_topic_are_partial_errors(cluster_logs, start_lagsight)
     # description would): its denial shows where its offsets are read.
     expected = [
         'kafka cluster "local": reading committed offsets of group "hidden": '
-        'LISTCONSUMERGROUPOFFSETS worker coordinator request failed: Broker: Group authorization '
-        'failed',
+        'FindCoordinator answered GROUP_AUTHORIZATION_FAILED (error code 30)',
         'kafka cluster "local": group "member" is assigned topic "secret", which the cluster\'s '
         'metadata does not show to lagsight (no Describe permission on it, or being created or '
         'deleted): the group\'s lag on it is not reported',
@@ -512,5 +511,5 @@ def test_each_acl_of_the_minimal_set_is_needed(cluster_logs, start_lagsight):
     no_groups = scraped["groups-describe"]
     assert by_partition(no_groups, "lagsight_kafka_group_lag_records") == {}
     assert any('reading committed offsets of group "app": ' in w and
-               "Group authorization failed" in w
+               "GROUP_AUTHORIZATION_FAILED" in w
                for w in warnings_in(processes["groups-describe"].log_file))

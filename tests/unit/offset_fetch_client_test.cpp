@@ -300,8 +300,7 @@ BatchedOffsetFetcher Fetcher(std::vector<std::string> servers, std::size_t group
 
 }  // namespace
 
-TEST_CASE("batched offset fetch: groups in batches, each answered or left to the per-group path",
-          "[kafka]") {
+TEST_CASE("batched offset fetch: groups in batches, each answered or its error named", "[kafka]") {
   FakeBroker broker(FakeBroker::Behaviour::kAnswers);
   const std::vector<std::string> ids = {"a", "moving", "b", "loading", "unknown-partition", "d"};
   // The first bootstrap address refuses connections; the second answers.
@@ -312,8 +311,16 @@ TEST_CASE("batched offset fetch: groups in batches, each answered or left to the
     INFO(ids[i]);
     if (ids[i] == "moving" || ids[i] == "loading" || ids[i] == "unknown-partition") {
       CHECK_FALSE(fetched.offsets[i].has_value());
+      const std::string expected =
+          ids[i] == "moving" ? "FindCoordinator answered NOT_COORDINATOR (error code 16)"
+          : ids[i] == "loading"
+              ? "OffsetFetch answered COORDINATOR_LOAD_IN_PROGRESS (error code 14)"
+              : "OffsetFetch answered UNKNOWN_TOPIC_OR_PARTITION (error code 3) "
+                "for a partition";
+      CHECK(fetched.errors[i] == expected);
       continue;
     }
+    CHECK(fetched.errors[i].empty());
     REQUIRE(fetched.offsets[i].has_value());
     REQUIRE(fetched.offsets[i]->size() == 1);  // the uncommitted partition left out
     CHECK(fetched.offsets[i]->begin()->first == lagsight::kafka::TopicPartition{"orders", 0});
@@ -321,6 +328,7 @@ TEST_CASE("batched offset fetch: groups in batches, each answered or left to the
   }
   CHECK(fetched.requests == 3);  // five groups located, two a request
   CHECK(broker.offset_fetches() == 3);
+  CHECK_FALSE(fetched.unsupported);
 }
 
 TEST_CASE("batched offset fetch: thousands of groups, 1,000 located and 200 fetched a request",
@@ -357,6 +365,7 @@ TEST_CASE("batched offset fetch: a broker before Kafka 3.0 leaves every group to
   CHECK_FALSE(fetched.offsets[0].has_value());
   CHECK_FALSE(fetched.offsets[1].has_value());
   CHECK_THAT(fetched.failure, Catch::Contains("predates OffsetFetch v8"));
+  CHECK(fetched.unsupported);  // so librdkafka reads them, one request per group
   CHECK(broker.offset_fetches() == 0);
 }
 
