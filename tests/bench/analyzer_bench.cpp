@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
       std::snprintf(suffix, sizeof suffix, "%07d", g);
       std::string topic = std::string("topic-") + suffix;
       if (shared_topics > 0) {
-        std::snprintf(suffix, sizeof suffix, "%07d", g % shared_topics);
-        topic = std::string("shared-") + suffix;
+        char shared[16];
+        std::snprintf(shared, sizeof shared, "%07d", g % shared_topics);
+        topic = std::string("shared-") + shared;
       }
       if (snapshot.topic_partitions.emplace(topic, partitions).second) {
         snapshot.all_topics.push_back(topic);
