@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "analysis/catch_up.h"
-#include "analysis/topic_cursor.h"
+#include "analysis/record_timestamp_index.h"
+#include "kafka/topic_cursor.h"
 
 namespace lagsight::analysis {
 namespace {
@@ -15,14 +16,16 @@ namespace {
 // The lags in seconds of one topic's partitions the group committed on; raises
 // `max_lag_seconds` to the largest.
 TopicLagSeconds TopicLagSecondsOf(const KafkaHistory& history, const kafka::KafkaSnapshot& snapshot,
-                                  const GroupLag& lag, const TopicLag& topic, double now,
+                                  const RecordTimestampIndex& records, const GroupLag& lag,
+                                  const TopicLag& topic, double now,
                                   std::optional<double>& max_lag_seconds) {
   static const LogEndHistory kNoHistory;
   TopicLagSeconds topic_seconds;
   topic_seconds.topic = topic.topic;
   topic_seconds.partitions.reserve(topic.partitions.size());  // an upper bound
-  TopicCursor offsets_of(snapshot.partitions, topic.topic);
-  TopicCursor log_ends_of(history.log_ends(), topic.topic);
+  kafka::TopicCursor offsets_of(snapshot.partitions, topic.topic);
+  kafka::TopicCursor log_ends_of(history.log_ends(), topic.topic);
+  const RecordTimestampIndex::Topic* records_of = records.Of(topic.topic);
   for (const PartitionLag& partition : topic.partitions) {
     if (!partition.committed || !partition.lag) continue;
     std::optional<LagSeconds> seconds;
@@ -30,17 +33,15 @@ TopicLagSeconds TopicLagSecondsOf(const KafkaHistory& history, const kafka::Kafk
       // Caught up, whatever the history says (ComputeLagSeconds): no lookup needed.
       seconds = LagSeconds{0, LagSecondsMethod::kCaughtUp};
     } else {
-      const kafka::TopicPartition tp{topic.topic, partition.partition};
       std::int64_t position = *partition.committed;
       const kafka::PartitionOffsets* log = offsets_of.Find(partition.partition);
       if (log != nullptr && log->log_start && position < *log->log_start) {
         position = *log->log_start;
       }
-      std::optional<kafka::RecordTimestamp> timestamp;
-      if (const auto fetched = snapshot.record_timestamps.find({tp, position, lag.read_committed});
-          fetched != snapshot.record_timestamps.end()) {
-        timestamp = fetched->second;
-      }
+      const std::optional<kafka::RecordTimestamp> timestamp =
+          records_of != nullptr
+              ? records_of->Find(partition.partition, position, lag.read_committed)
+              : std::nullopt;
       const PartitionLogEnds* log_ends = log_ends_of.Find(partition.partition);
       seconds = ComputeLagSeconds(position, *partition.lag, timestamp,
                                   log_ends != nullptr ? log_ends->history : kNoHistory, now);
@@ -54,12 +55,13 @@ TopicLagSeconds TopicLagSecondsOf(const KafkaHistory& history, const kafka::Kafk
 
 GroupFindings FindGroup(const KafkaHistory& history, const GroupHistory& h,
                         const kafka::ConsumerGroup* described, const kafka::KafkaSnapshot& snapshot,
-                        const GroupLag& lag, const config::DiagnosisConfig& config, double now) {
+                        const RecordTimestampIndex& records, const GroupLag& lag,
+                        const config::DiagnosisConfig& config, double now) {
   GroupFindings group;
   group.group = lag.group;
   for (const TopicLag& topic : lag.topics) {
     TopicLagSeconds topic_seconds =
-        TopicLagSecondsOf(history, snapshot, lag, topic, now, group.max_lag_seconds);
+        TopicLagSecondsOf(history, snapshot, records, lag, topic, now, group.max_lag_seconds);
     if (topic_seconds.partitions.empty()) continue;
     topic_seconds.partitions.shrink_to_fit();
     group.lag_seconds.push_back(std::move(topic_seconds));
@@ -89,6 +91,7 @@ KafkaFindings FindKafka(const KafkaHistory& history, const kafka::KafkaSnapshot&
   findings.cluster_mismatch = kafka::ClusterMismatch(snapshot);
   std::map<std::string, const kafka::ConsumerGroup*> group_of;
   for (const kafka::ConsumerGroup& group : snapshot.groups) group_of[group.id] = &group;
+  const RecordTimestampIndex records(snapshot.record_timestamps);
   findings.groups.reserve(lags.size());  // grown by doubling it held 1.5 copies at 20,000
   for (const GroupLag& lag : lags) {
     const GroupHistory* h = history.Group(lag.group);
@@ -96,7 +99,7 @@ KafkaFindings FindKafka(const KafkaHistory& history, const kafka::KafkaSnapshot&
     const auto described = group_of.find(lag.group);
     findings.groups.push_back(FindGroup(history, *h,
                                         described != group_of.end() ? described->second : nullptr,
-                                        snapshot, lag, config, now));
+                                        snapshot, records, lag, config, now));
   }
   return findings;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "analysis/topic_cursor.h"
+#include "kafka/topic_cursor.h"
 
 namespace lagsight::analysis {
 
@@ -46,8 +46,8 @@ std::vector<GroupLag> ComputeGroupLags(const kafka::KafkaSnapshot& snapshot) {
       TopicLag topic_lag;
       topic_lag.topic = topic;
       topic_lag.partitions.reserve(static_cast<std::size_t>(std::max(count->second, 0)));
-      TopicCursor committed_of(group.committed, topic);
-      TopicCursor offsets_of(snapshot.partitions, topic);
+      kafka::TopicCursor committed_of(group.committed, topic);
+      kafka::TopicCursor offsets_of(snapshot.partitions, topic);
       for (std::int32_t p = 0; p < count->second; ++p) {
         const std::int64_t* committed = committed_of.Find(p);
         const kafka::PartitionOffsets* offsets = offsets_of.Find(p);

@@ -1,8 +1,13 @@
 #include "kafka/log_offsets_poll.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "kafka/topic_cursor.h"
 
 namespace lagsight::kafka {
 
@@ -79,21 +84,53 @@ std::optional<Error> ReadLogOffsets(const LogTopics& topics,
 }
 
 std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot& snapshot) {
-  std::map<RecordKey, std::int64_t> positions;
+  // Many groups wait at one position: gathered per partition first, the partition named by its
+  // entry in snapshot.partitions, and put in the map sorted once each. Inserting every
+  // group-partition into the map compared topic names ~16 times each: 0.16-0.4 s a poll at a
+  // million group-partitions on one topic (50,000 positions), in the poll's time to fresh data.
+  struct Position {
+    const TopicPartition* partition;  // the key in snapshot.partitions
+    std::int64_t offset;
+    bool read_committed;
+    bool operator==(const Position&) const = default;
+  };
+  struct PositionHash {
+    std::size_t operator()(const Position& p) const {
+      const std::size_t h = std::hash<const void*>{}(p.partition);
+      return h ^ (std::hash<std::int64_t>{}(p.offset * 2 + (p.read_committed ? 1 : 0)) +
+                  0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    }
+  };
+  std::unordered_map<Position, std::int64_t, PositionHash> largest_lag;
   for (const ConsumerGroup& group : snapshot.groups) {
+    std::optional<TopicCursor<const std::map<TopicPartition, PartitionOffsets>>> offsets_of;
+    const std::string* topic = nullptr;
     for (const auto& [tp, committed] : group.committed) {
-      const auto offsets = snapshot.partitions.find(tp);
-      if (offsets == snapshot.partitions.end()) continue;
-      const auto end = ReadableEnd(offsets->second, group.read_committed);
+      if (topic == nullptr || *topic != tp.topic) {
+        topic = &tp.topic;
+        offsets_of.emplace(snapshot.partitions, tp.topic);
+      }
+      const auto* found = offsets_of->FindEntry(tp.partition);
+      if (found == nullptr) continue;
+      const PartitionOffsets& offsets = found->second;
+      const auto end = ReadableEnd(offsets, group.read_committed);
       if (!end) continue;
       const std::int64_t lag = *end - committed;
       if (lag <= 0) continue;
-      const std::int64_t position = std::max(committed, offsets->second.log_start.value_or(0));
+      const std::int64_t position = std::max(committed, offsets.log_start.value_or(0));
       if (position >= *end) continue;
-      std::int64_t& largest = positions[RecordKey{tp, position, group.read_committed}];
+      std::int64_t& largest = largest_lag[{&found->first, position, group.read_committed}];
       largest = std::max(largest, lag);
     }
   }
+  std::vector<std::pair<RecordKey, std::int64_t>> sorted;
+  sorted.reserve(largest_lag.size());
+  for (const auto& [at, lag] : largest_lag) {
+    sorted.emplace_back(RecordKey{*at.partition, at.offset, at.read_committed}, lag);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  std::map<RecordKey, std::int64_t> positions;
+  for (auto& [key, lag] : sorted) positions.emplace_hint(positions.end(), std::move(key), lag);
   return positions;
 }
 

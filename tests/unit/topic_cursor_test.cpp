@@ -1,13 +1,13 @@
 // TopicCursor finds a topic's partitions in ascending order, never another topic's, in both the
 // tree and the sorted-vector maps the analysis walks.
-#include "analysis/topic_cursor.h"
+#include "kafka/topic_cursor.h"
 
 #include <catch2/catch.hpp>
 #include <limits>
 #include <map>
 
-using lagsight::analysis::TopicCursor;
 using lagsight::kafka::CommittedOffsets;
+using lagsight::kafka::TopicCursor;
 using lagsight::kafka::TopicPartition;
 
 namespace {
