@@ -3,7 +3,7 @@
 //
 // Owns, created on the first read, a consumer that reads single records with assign() at
 // explicit offsets (two: one per isolation level, the read_committed one also listing last
-// stable offsets for RdKafkaAdmin::ListOffsets). That consumer carries a throwaway group.id
+// stable offsets for RdKafkaAdmin::ListOffsets). That consumer carries lagsight's fixed group.id
 // because librdkafka 2.0.2 refuses assign() without one (Local: Unknown group, checked against
 // Kafka 4.1); it never subscribes, joins, fetches or commits offsets for it, so the broker never
 // creates that group.

@@ -35,6 +35,19 @@ TEST_CASE("a committed offset that goes back is a regression; forward, equal and
   CHECK(regressions[0].to == 40);
 }
 
+TEST_CASE("regressions are found on every topic of a group, by topic and partition", "[analysis]") {
+  // "a-b" sorts between "a" and "b"; a/1 and b/0 are new, a-b/0 moved forward.
+  const auto before = With({{"m", {{{"a", 0}, 10}, {{"a-b", 0}, 5}, {{"b", 1}, 8}}}});
+  const auto after =
+      With({{"m", {{{"a", 0}, 9}, {{"a", 1}, 3}, {{"a-b", 0}, 6}, {{"b", 0}, 1}, {{"b", 1}, 7}}}});
+  const auto regressions = analysis::FindOffsetRegressions(before, after);
+  REQUIRE(regressions.size() == 2);
+  CHECK(regressions[0].partition == kafka::TopicPartition{"a", 0});
+  CHECK(regressions[0].from == 10);
+  CHECK(regressions[1].partition == kafka::TopicPartition{"b", 1});
+  CHECK(regressions[1].to == 7);
+}
+
 TEST_CASE(
     "a Kafka poll counts regressions, keeps the counts through a failed poll, drops vanished "
     "groups",
