@@ -96,9 +96,12 @@ std::map<RecordKey, std::int64_t> OldestUnconsumedPositions(const KafkaSnapshot&
   };
   struct PositionHash {
     std::size_t operator()(const Position& p) const {
+      // Unsigned: an offset a broker answers near 2^63 must not overflow (signed overflow is
+      // undefined behaviour).
       const std::size_t h = std::hash<const void*>{}(p.partition);
-      return h ^ (std::hash<std::int64_t>{}(p.offset * 2 + (p.read_committed ? 1 : 0)) +
-                  0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+      const std::uint64_t offset =
+          static_cast<std::uint64_t>(p.offset) * 2u + (p.read_committed ? 1u : 0u);
+      return h ^ (std::hash<std::uint64_t>{}(offset) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
     }
   };
   std::unordered_map<Position, std::int64_t, PositionHash> largest_lag;

@@ -1,6 +1,7 @@
 // kafka::OldestUnconsumedPositions: the positions lag in seconds dates, each once with the largest
 // lag of the groups waiting there, from a poll's committed and log offsets.
 #include <catch2/catch.hpp>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -48,4 +49,15 @@ TEST_CASE("oldest unconsumed positions: one per position, with the largest lag t
       {{ab0, 3, false}, 7},  {{b0, 60, false}, 40}, {{b0, 60, true}, 20},
   };
   CHECK(OldestUnconsumedPositions(snapshot) == expected);
+}
+
+TEST_CASE("oldest unconsumed positions: offsets near the largest a broker can answer", "[kafka]") {
+  // A broker's answer, however unlikely, must not overflow anything (UBSan in the sanitized lane).
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const TopicPartition t0{"t", 0};
+  KafkaSnapshot snapshot;
+  snapshot.partitions[t0] = {0, kMax};
+  snapshot.groups = {Group("g", {{t0, kMax - 1}}), Group("h", {{t0, kMax - 1}})};
+  CHECK(OldestUnconsumedPositions(snapshot) ==
+        std::map<RecordKey, std::int64_t>{{{t0, kMax - 1, false}, 1}});
 }
