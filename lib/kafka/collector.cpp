@@ -31,8 +31,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t kDescribeBatch = 256;
 
 // Kafka 4 lists KIP-848 ("consumer" protocol) groups through ListGroups with their real state,
-// but the classic DescribeGroups that librdkafka 2.0.2 speaks answers for them with state Dead and
-// an empty protocol type, which would read as a dead simple group (verified on Kafka 4.1.1).
+// but the classic DescribeGroups (lagsight's v5, or librdkafka 2.0.2's) answers for them with
+// state Dead and an empty protocol type, which would read as a dead simple group (verified on
+// Kafka 4.1.1).
 // A group listed alive and described dead is therefore a KIP-848 group; its members are read with
 // ConsumerGroupDescribe (KafkaAdmin::DescribeConsumerGroups; librdkafka has it only since 2.4).
 bool DescribedAsKip848(const GroupListing& listing, const GroupDescription* description) {

@@ -8,6 +8,7 @@
 #include "kafka/coordinator_session.h"
 #include "kafka/error_names.h"
 #include "kafka/wire.h"
+#include "kafka/wire_classic.h"
 #include "kafka/wire_streams.h"
 
 namespace lagsight::kafka {
@@ -30,6 +31,7 @@ GroupDescription DescriptionOf(wire::DescribedConsumerGroup&& described, const D
     return description;
   }
   description.state = SnakeCase(described.state);
+  description.simple = described.simple;
   description.members = static_cast<int>(described.members.size());
   description.member_list = std::move(described.members);
   for (const GroupMember& member : description.member_list) {
@@ -76,7 +78,8 @@ std::optional<std::string> LacksDescribeApi(
     const std::string& where) {
   const auto found = versions.find(api.key);
   if (Supports(versions, wire::kFindCoordinator, wire::kFindCoordinatorVersion) &&
-      found != versions.end() && found->second.min <= api.max_version && found->second.max >= 0) {
+      found != versions.end() && found->second.min <= api.max_version &&
+      found->second.max >= api.min_version) {
     return std::nullopt;
   }
   return "the broker at " + where + " predates " + api.name + " (" + api.introduced + ")";
@@ -88,6 +91,7 @@ const DescribeApi& ConsumerDescribeApi() {
   static const DescribeApi kApi{"ConsumerGroupDescribe",
                                 "Kafka 4.0, KIP-848",
                                 wire::kConsumerGroupDescribe,
+                                0,
                                 wire::kConsumerGroupDescribeMaxVersion,
                                 wire::ConsumerGroupDescribeRequest,
                                 wire::ParseConsumerGroupDescribeResponse};
@@ -98,9 +102,21 @@ const DescribeApi& StreamsDescribeApi() {
   static const DescribeApi kApi{"StreamsGroupDescribe",
                                 "Kafka 4.1, KIP-1071",
                                 wire::kStreamsGroupDescribe,
+                                0,
                                 wire::kStreamsGroupDescribeMaxVersion,
                                 wire::StreamsGroupDescribeRequest,
                                 wire::ParseStreamsGroupDescribeResponse};
+  return kApi;
+}
+
+const DescribeApi& ClassicDescribeApi() {
+  static const DescribeApi kApi{"DescribeGroups v5",
+                                "Kafka 2.4",
+                                wire::kDescribeGroups,
+                                wire::kDescribeGroupsVersion,
+                                wire::kDescribeGroupsVersion,
+                                wire::DescribeGroupsRequest,
+                                wire::ParseDescribeGroupsResponse};
   return kApi;
 }
 

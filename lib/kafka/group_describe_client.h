@@ -2,7 +2,9 @@
 // partitions each holds, read with batched ConsumerGroupDescribe requests (API key 69, Kafka 4.0)
 // sent to each group's coordinator over connections of its own (CoordinatorSession). Given
 // StreamsDescribeApi(), the same for streams groups (KIP-1071) with StreamsGroupDescribe (API
-// key 89, Kafka 4.1), whose answer decodes into the same shape (wire_streams.h).
+// key 89, Kafka 4.1), whose answer decodes into the same shape (wire_streams.h); given
+// ClassicDescribeApi(), classic and simple groups with DescribeGroups v5 (wire_classic.h), which
+// keeps librdkafka's admin worker, and its abort when a connection drops, out of the poll.
 //
 // Why by hand: librdkafka 2.0.2 speaks only the classic DescribeGroups, which answers a KIP-848
 // group as dead with no members; ConsumerGroupDescribe came with librdkafka 2.4. It only reads
@@ -37,6 +39,7 @@ struct DescribeApi {
   const char* name;        // "ConsumerGroupDescribe"
   const char* introduced;  // "Kafka 4.0, KIP-848"
   std::int16_t key;
+  std::int16_t min_version;  // a broker whose highest version is below it lacks the API
   std::int16_t max_version;
   wire::Bytes (*request)(std::int32_t correlation_id, std::string_view client_id,
                          std::int16_t version, const std::vector<std::string_view>& groups);
@@ -48,6 +51,9 @@ struct DescribeApi {
 };
 const DescribeApi& ConsumerDescribeApi();
 const DescribeApi& StreamsDescribeApi();
+// The classic DescribeGroups at v5 (wire_classic.h): classic and simple groups, with their members
+// and assignments, without librdkafka's admin worker.
+const DescribeApi& ClassicDescribeApi();
 
 struct DescribedGroups {
   // One per group the coordinators answered, in any order: state in snake case, members sorted by

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <future>
+#include <set>
 #include <sstream>
 
 #include "kafka/client_properties.h"
@@ -155,6 +156,7 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
     }
     options.client_id = properties_["client.id"];
     describer_ = std::make_unique<ConsumerGroupDescriber>(options);
+    classic_describer_ = std::make_unique<ConsumerGroupDescriber>(options, ClassicDescribeApi());
     share_reader_ = std::make_unique<ShareGroupReader>(options);
     streams_lister_ = std::make_unique<StreamsGroupLister>(options);
     streams_describer_ = std::make_unique<ConsumerGroupDescriber>(options, StreamsDescribeApi());
@@ -164,7 +166,8 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
   } else {
     spdlog::info(
         "kafka cluster {}: lagsight's own Kafka clients do not connect ({}): KIP-848 members, "
-        "share and streams groups are not read{}",
+        "share and streams groups are not read, classic groups are described through "
+        "librdkafka{}",
         cluster_name_, security.error().message,
         batched_offset_fetch_ ? ", and committed offsets are read one request per group" : "");
   }
@@ -173,6 +176,7 @@ std::optional<Error> RdKafkaAdmin::OpenClusterClients(const std::string& bootstr
 
 void RdKafkaAdmin::CloseClusterClients(std::string reason) {
   describer_.reset();
+  classic_describer_.reset();
   share_reader_.reset();
   streams_lister_.reset();
   streams_describer_.reset();
@@ -277,10 +281,42 @@ Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout)
   return groups;
 }
 
+std::optional<std::vector<GroupDescription>> RdKafkaAdmin::DescribeClassicGroups(
+    const std::vector<std::string>& ids, milliseconds timeout) {
+  DescribedGroups described = classic_describer_->Describe(ids, timeout, timeout);
+  if (described.unsupported) {
+    if (described.failure != classic_unsupported_) {
+      spdlog::info("kafka cluster {}: classic groups are described through librdkafka: {}",
+                   cluster_name_, described.failure);
+      classic_unsupported_ = described.failure;
+    }
+    return std::nullopt;
+  }
+  std::vector<GroupDescription> descriptions = std::move(described.groups);
+  spdlog::debug(
+      "kafka cluster {}: {} of {} classic groups described in {} DescribeGroups v5 "
+      "requests",
+      cluster_name_, descriptions.size(), ids.size(), described.requests);
+  if (!described.failure.empty()) {
+    std::set<std::string_view> answered;
+    for (const GroupDescription& description : descriptions) answered.insert(description.id);
+    for (const std::string& id : ids) {
+      if (answered.contains(id)) continue;
+      GroupDescription& missing = descriptions.emplace_back();
+      missing.id = id;
+      missing.error = "not described this poll: " + described.failure;
+    }
+  }
+  return descriptions;
+}
+
 Result<std::vector<GroupDescription>> RdKafkaAdmin::DescribeGroups(
     const std::vector<std::string>& ids, milliseconds timeout) {
   if (ids.empty()) return std::vector<GroupDescription>{};
   if (!handle_) return Error{"describing consumer groups: " + closed_reason_};
+  if (classic_describer_) {
+    if (auto described = DescribeClassicGroups(ids, timeout)) return std::move(*described);
+  }
   void* token = NextToken();
   auto options =
       MakeOptions(handle_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout, token);

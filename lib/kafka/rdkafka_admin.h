@@ -48,6 +48,8 @@ class RdKafkaAdmin final : public KafkaAdmin {
   ~RdKafkaAdmin() override;
 
   Result<std::vector<GroupListing>> ListGroups(std::chrono::milliseconds timeout) override;
+  // Through ClassicDescribeApi() where lagsight's own clients connect and the brokers speak
+  // DescribeGroups v5; through librdkafka otherwise.
   Result<std::vector<GroupDescription>> DescribeGroups(const std::vector<std::string>& ids,
                                                        std::chrono::milliseconds timeout) override;
   // Through ConsumerGroupDescriber, which librdkafka 2.0.2 lacks.
@@ -132,6 +134,12 @@ class RdKafkaAdmin final : public KafkaAdmin {
   ConsumerGroupDescriptions Unsupported(DescribedGroups described, const char* kinds,
                                         std::string& said);
 
+  // The groups' descriptions through classic_describer_: one per group asked, those it could
+  // not read this poll with an error saying why (never asked again through librdkafka, whose
+  // admin worker is what it keeps out). nullopt when a broker lacks DescribeGroups v5.
+  std::optional<std::vector<GroupDescription>> DescribeClassicGroups(
+      const std::vector<std::string>& ids, std::chrono::milliseconds timeout);
+
   // `message`, followed by the main client's latest connection-level error, if any.
   std::string WithClientError(std::string message);
 
@@ -157,6 +165,10 @@ class RdKafkaAdmin final : public KafkaAdmin {
   // PLAINTEXT or TLS as the batched fetch speaks them; null otherwise (none is described).
   std::unique_ptr<ConsumerGroupDescriber> describer_;
   std::string describer_unsupported_;  // why the broker cannot describe them, as last logged
+  // Describes classic and simple groups (DescribeGroups v5) under the same conditions; null
+  // otherwise, and librdkafka describes them.
+  std::unique_ptr<ConsumerGroupDescriber> classic_describer_;
+  std::string classic_unsupported_;  // why librdkafka describes them after all, as last logged
   // Lists and describes share groups, where the describer can run; null otherwise (none).
   std::unique_ptr<ShareGroupReader> share_reader_;
   std::string share_unsupported_;  // why the brokers cannot serve it, as last logged

@@ -99,13 +99,17 @@ Result<std::vector<FetchedGroup>> ParseOffsetFetchResponse(std::span<const std::
                                                            std::int32_t correlation_id,
                                                            std::size_t max_groups);
 
-// One group of a ConsumerGroupDescribe answer: its state as Kafka names it ("Stable"), and its
-// members with their current assignments (by topic name), in the broker's order.
+// One group of a describe answer (ConsumerGroupDescribe, StreamsGroupDescribe, the classic
+// DescribeGroups): its state as Kafka names it ("Stable"), and its members with their current
+// assignments (by topic name), in the broker's order.
 struct DescribedConsumerGroup {
   std::string group;
   std::int16_t error_code = 0;
   std::string error_message;  // empty when null
   std::string state;
+  // Classic DescribeGroups only: the group has no protocol type (offsets committed without
+  // membership). The KIP-848 and streams describes leave it false.
+  bool simple = false;
   std::vector<GroupMember> members;
 };
 // An answer naming more than `max_groups` groups, a topic name longer than Kafka allows, or one

@@ -199,6 +199,11 @@ def test_lag_equals_kafka_tools(kafka_broker, start_lagsight, unique_prefix, bat
     assert any(n == m >= 6 for n, m in answered) == batched, answered[-5:]
     batched_line = "committed offsets read with batched OffsetFetch requests (KIP-709)"
     assert (batched_line in log) == batched
+    # Either way the classic groups were described by lagsight's own DescribeGroups v5, not by
+    # librdkafka's admin worker (docs/facts.md): every one asked for, at some poll.
+    described = [(int(n), int(m)) for n, m in re.findall(
+        r"(\d+) of (\d+) classic groups described in [1-9]\d* DescribeGroups v5 requests", log)]
+    assert any(n == m >= 2 for n, m in described), described[-5:]
     assert lagsight.get("/healthz")[0] == 200
     assert lagsight.get("/readyz")[0] == 200
 
