@@ -93,20 +93,8 @@ Bytes FourGroups(std::uint32_t correlation_id) {
 }  // namespace
 
 TEST_CASE("DescribeGroups v5: the request is laid out as the schema says", "[kafka]") {
-  // Header v2: key 15, version 5, correlation id, client id (int16 length), no tags; then the
-  // group ids as a compact array, include_authorized_operations false, no tags.
-  const Bytes payload = Concat({{0x00, 0x0F, 0x00, 0x05},
-                                Int32(3),
-                                {0x00, 0x03},
-                                Text("cli"),
-                                kNoTags,
-                                {0x03},
-                                Compact("a"),
-                                Compact("bc"),
-                                {0x00},
-                                kNoTags});
   CHECK(wire::DescribeGroupsRequest(3, "cli", 5, {"a", "bc"}) ==
-        Concat({Int32(static_cast<std::uint32_t>(payload.size())), payload}));
+        lagsight::test::wire_bytes::DescribeRequestFrame(15, 5));
 }
 
 TEST_CASE("DescribeGroups v5: members and the partitions a consumer group's leader assigned",

@@ -93,20 +93,8 @@ Bytes Answer(std::uint32_t correlation_id, std::int16_t version) {
 }  // namespace
 
 TEST_CASE("ConsumerGroupDescribe: the request is laid out as the schema says", "[kafka]") {
-  // Header v2: key 69, version, correlation id, client id (int16 length), no tags; then the
-  // group ids as a compact array, include_authorized_operations false, no tags.
-  const Bytes payload = Concat({{0x00, 0x45, 0x00, 0x01},
-                                Int32(3),
-                                {0x00, 0x03},
-                                Text("cli"),
-                                kNoTags,
-                                {0x03},
-                                Compact("a"),
-                                Compact("bc"),
-                                {0x00},
-                                kNoTags});
   CHECK(wire::ConsumerGroupDescribeRequest(3, "cli", 1, {"a", "bc"}) ==
-        Concat({Int32(static_cast<std::uint32_t>(payload.size())), payload}));
+        lagsight::test::wire_bytes::DescribeRequestFrame(69, 1));
   // v0 differs only in the version.
   Bytes v0 = wire::ConsumerGroupDescribeRequest(3, "cli", 0, {"a", "bc"});
   CHECK(v0[7] == 0x00);

@@ -36,4 +36,23 @@ inline const Bytes kNull = {0x00};    // null COMPACT_NULLABLE_STRING or array
 inline const Bytes kNoTags = {0x00};  // empty tag buffer
 inline const Bytes kUuid(16, 0xAB);   // a topic id
 
+// The frame of a describe request as the schemas of ConsumerGroupDescribe, StreamsGroupDescribe
+// and the classic DescribeGroups v5 lay it out: header v2 (the API key, the version, correlation
+// id 3, client id "cli" with an int16 length, no tags), then the groups "a" and "bc" as a compact
+// array, include_authorized_operations false, no tags.
+inline Bytes DescribeRequestFrame(std::uint16_t api_key, std::uint16_t version) {
+  const Bytes payload = Concat({Int16(api_key),
+                                Int16(version),
+                                Int32(3),
+                                Int16(3),
+                                Text("cli"),
+                                kNoTags,
+                                {0x03},
+                                Compact("a"),
+                                Compact("bc"),
+                                {0x00},
+                                kNoTags});
+  return Concat({Int32(static_cast<std::uint32_t>(payload.size())), payload});
+}
+
 }  // namespace lagsight::test::wire_bytes
