@@ -1,8 +1,9 @@
 """The exporters the side-by-side bench runs: how to start each, and where its values are.
 
-lagsight runs twice, with its defaults (whatever they are in the binary under test: no
-``series:`` switch is set) and with lag in seconds off (``lag_seconds_fetch_budget: 0``), since
-reading records for lag in seconds is work the peers do not do. The peers run from binaries you
+lagsight runs with its defaults (whatever they are in the binary under test: no ``series:``
+switch is set), with lag in seconds off (``lag_seconds_fetch_budget: 0``), since reading records
+for lag in seconds is work the peers do not do, and, on request, at topic level (``series:
+granularity: [{level: topic}]``: what a user pays who gives up per-partition lag). The peers run from binaries you
 give (this repository never vendors them), configured to report every group, simple ones
 included, per partition.
 """
@@ -29,6 +30,9 @@ class Exporter:
     partition_label: str = "partition"
     polls_on_its_own: bool = False  # lagsight: its exposition changes between scrapes
     lag_seconds_budget: int | None = None  # lagsight: its config's, None for the default
+    # lagsight at topic level: the lag is checked as each group's sum over the topic
+    # (lag_metric then has no partition label).
+    topic_level: bool = False
 
     @property
     def config_name(self) -> str:
@@ -36,26 +40,37 @@ class Exporter:
         return "".join(c if c.isalnum() else "-" for c in self.name).strip("-")
 
 
-def lagsight_config(bootstrap: str, interval: float, budget: int | None) -> str:
+def lagsight_config(bootstrap: str, interval: float, exporter: Exporter) -> str:
+    budget = exporter.lag_seconds_budget
     budget_line = f"    lag_seconds_fetch_budget: {budget}\n" if budget is not None else ""
+    series = ("    series:\n      granularity:\n        - { level: topic }\n"
+              if exporter.topic_level else "")
     return (f"kafka:\n  - name: bench\n    bootstrap_servers: {bootstrap}\n"
             f"    poll_interval: {round(interval * 1000)}ms\n    request_timeout: 30s\n"
-            f"    poll_timeout: 300s\n{budget_line}")
+            f"    poll_timeout: 300s\n{budget_line}{series}")
 
 
 def lagsight_exporter(binary: Path, name: str = "lagsight",
-                      lag_seconds_budget: int | None = None) -> Exporter:
-    """lagsight at its defaults, but for ``lag_seconds_budget`` when given. The bench reloads
-    it (SIGHUP) with another interval by rewriting lagsight.yaml with ``lagsight_config``."""
+                      lag_seconds_budget: int | None = None,
+                      topic_level: bool = False) -> Exporter:
+    """lagsight at its defaults, but for ``lag_seconds_budget`` and ``topic_level`` when given.
+    The bench reloads it (SIGHUP) with another interval by rewriting lagsight.yaml with
+    ``lagsight_config``."""
+    exporter = Exporter(name, lambda *_: ([], {}),
+                        "lagsight_kafka_group_topic_lag_records" if topic_level
+                        else "lagsight_kafka_group_lag_records", "group",
+                        offset_metric=None if topic_level
+                        else "lagsight_kafka_group_committed_offset",
+                        polls_on_its_own=True, lag_seconds_budget=lag_seconds_budget,
+                        topic_level=topic_level)
+
     def command(bootstrap: str, port: int, work: Path,
                 interval: float) -> tuple[list[str], dict[str, str]]:
-        (work / "lagsight.yaml").write_text(
-            lagsight_config(bootstrap, interval, lag_seconds_budget))
+        (work / "lagsight.yaml").write_text(lagsight_config(bootstrap, interval, exporter))
         return ([str(binary), f"--config.file={work / 'lagsight.yaml'}",
                  f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], {})
-    return Exporter(name, command, "lagsight_kafka_group_lag_records", "group",
-                    offset_metric="lagsight_kafka_group_committed_offset",
-                    polls_on_its_own=True, lag_seconds_budget=lag_seconds_budget)
+    exporter.command = command
+    return exporter
 
 
 def kafka_exporter(binary: Path) -> Exporter:

@@ -27,9 +27,10 @@ two Markdown tables. The first, per exporter:
 The second table (`--prometheus SECONDS`, 0 to skip; prometheus_bill.py) is what the exporter
 costs a real Prometheus scraping it: series in its head, its memory, samples and bytes a scrape.
 
-lagsight runs twice: with its defaults, and with lag in seconds off (its record reader reads
-records at the moved positions every poll, work the peers do not do). Peers run from binaries
-you give (this repository never vendors them):
+lagsight runs twice by default (`--lagsight-rows`): with its defaults, and with lag in seconds
+off (its record reader reads records at the moved positions every poll, work the peers do not
+do); `topic` adds a row at series level topic, whose lags are checked as each group's sum over
+the topic. Peers run from binaries you give (this repository never vendors them):
 
     .venv/bin/python tests/bench/side_by_side.py --scales S1,S2 \\
         --kafka-exporter /path/to/kafka_exporter --kminion /path/to/kminion
@@ -112,14 +113,32 @@ class Result:
     bill: Bill | None = None
 
 
+# The partition of a value an exporter sums over the topic (lagsight at topic level).
+WHOLE_TOPIC = -1
+
+
 def exported(exporter: Exporter, body: bytes, metric: str) -> dict[tuple[str, int], float]:
-    """{(group, partition): value} of the bench groups on the bench topic in an exposition."""
+    """{(group, partition): value} of the bench groups on the bench topic in an exposition;
+    {(group, WHOLE_TOPIC): sum} from an exporter at topic level."""
     values = {}
     for labels, value in samples(body, metric):
         group = labels.get(exporter.group_label, "")
         if group_index(group) is not None and labels.get(exporter.topic_label) == TOPIC:
-            values[(group, int(labels[exporter.partition_label]))] = value
+            partition = (WHOLE_TOPIC if exporter.topic_level
+                         else int(labels[exporter.partition_label]))
+            values[(group, partition)] = value
     return values
+
+
+def expected_lags(exporter: Exporter, live: LiveGroups, groups: int) -> dict[tuple[str, int], int]:
+    """The generator's lags, as the exporter exports them: per partition, or summed per topic."""
+    lags = {key: lag for key, (_, lag) in live.expected(groups).items()}
+    if not exporter.topic_level:
+        return lags
+    sums: dict[tuple[str, int], int] = {}
+    for (group, _), lag in lags.items():
+        sums[(group, WHOLE_TOPIC)] = sums.get((group, WHOLE_TOPIC), 0) + lag
+    return sums
 
 
 def wait_first_exposition(exporter: Exporter, process: subprocess.Popen, port: int,
@@ -216,7 +235,7 @@ def check_against_truth(exporter: Exporter, port: int, live: LiveGroups, groups:
     _, body, _ = scrape(port)
     expected = live.expected(groups)
     result.lags = check(exported(exporter, body, exporter.lag_metric),
-                        {key: lag for key, (_, lag) in expected.items()})
+                        expected_lags(exporter, live, groups))
     offsets = (exported(exporter, body, exporter.offset_metric)
                if exporter.offset_metric else {})
     if offsets:  # not exported at all (a peer, or a lagsight whose defaults leave it out): n/a
@@ -241,7 +260,7 @@ def run(exporter: Exporter, bootstrap: str, work: Path, live: LiveGroups, groups
         measure_fresh(exporter, port, settings.scrapes, result)
         if exporter.polls_on_its_own:
             (work / "lagsight.yaml").write_text(lagsight_config(
-                bootstrap, settings.interval, exporter.lag_seconds_budget))
+                bootstrap, settings.interval, exporter))
             process.send_signal(signal.SIGHUP)
         measure_idle(exporter, process, port, settings.interval, settings.window, result)
         if settings.prometheus_seconds > 0:
@@ -304,6 +323,9 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scales", default="S1,S2", help="comma-separated: S1, S2, S3")
     parser.add_argument("--lagsight", type=Path, default=REPO / "build/cmd/lagsight/lagsight")
+    parser.add_argument("--lagsight-rows", default="defaults,no-lag-s",
+                        help="comma-separated lagsight configurations: defaults, no-lag-s (lag "
+                             "in seconds off), topic (series.granularity level topic)")
     parser.add_argument("--kafka-exporter", type=Path, help="a kafka_exporter binary")
     parser.add_argument("--kminion", type=Path, help="a KMinion binary")
     parser.add_argument("--kminion-config", type=Path,
@@ -330,8 +352,16 @@ def arguments() -> argparse.Namespace:
 
 
 def exporters_to_run(args: argparse.Namespace) -> list[Exporter]:
-    exporters = [lagsight_exporter(args.lagsight),
-                 lagsight_exporter(args.lagsight, "lagsight (no lag s)", lag_seconds_budget=0)]
+    rows = {"defaults": lambda: lagsight_exporter(args.lagsight),
+            "no-lag-s": lambda: lagsight_exporter(args.lagsight, "lagsight (no lag s)",
+                                                  lag_seconds_budget=0),
+            "topic": lambda: lagsight_exporter(args.lagsight, "lagsight (topic level)",
+                                               topic_level=True)}
+    exporters = []
+    for row in args.lagsight_rows.split(","):
+        if row not in rows:
+            raise SystemExit(f"--lagsight-rows: {row!r} is not one of {', '.join(rows)}")
+        exporters.append(rows[row]())
     if args.kafka_exporter:
         exporters.append(kafka_exporter(args.kafka_exporter))
     if args.kminion:
