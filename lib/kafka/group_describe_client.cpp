@@ -133,6 +133,7 @@ DescribedGroups ConsumerGroupDescriber::Describe(const std::vector<std::string>&
   if (ids.empty()) return answer;
   if (!connections_.tls_failure().empty()) {
     answer.failure = connections_.tls_failure();
+    answer.tls_unusable = true;
     return answer;
   }
   {

@@ -64,8 +64,9 @@ struct DescribedGroups {
   // The first failure met (a connection, an answer that could not be decoded, the time ran out);
   // empty when every request was answered.
   std::string failure;
-  bool unsupported = false;  // a broker predates the describe API (`failure` names it)
-  int requests = 0;          // describe requests answered
+  bool unsupported = false;   // a broker predates the describe API (`failure` names it)
+  bool tls_unusable = false;  // the TLS settings did not load (`failure` says why): nothing sent
+  int requests = 0;           // describe requests answered
 };
 
 class ConsumerGroupDescriber {

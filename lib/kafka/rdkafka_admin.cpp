@@ -284,7 +284,9 @@ Result<std::vector<GroupListing>> RdKafkaAdmin::ListGroups(milliseconds timeout)
 std::optional<std::vector<GroupDescription>> RdKafkaAdmin::DescribeClassicGroups(
     const std::vector<std::string>& ids, milliseconds timeout) {
   DescribedGroups described = classic_describer_->Describe(ids, timeout, timeout);
-  if (described.unsupported) {
+  // A broker before Kafka 2.4, or TLS settings librdkafka reads and lagsight's client cannot:
+  // librdkafka describes them, as it did before lagsight had its own describe.
+  if (described.unsupported || described.tls_unusable) {
     if (described.failure != classic_unsupported_) {
       spdlog::info("kafka cluster {}: classic groups are described through librdkafka: {}",
                    cluster_name_, described.failure);

@@ -136,7 +136,8 @@ class RdKafkaAdmin final : public KafkaAdmin {
 
   // The groups' descriptions through classic_describer_: one per group asked, those it could
   // not read this poll with an error saying why (never asked again through librdkafka, whose
-  // admin worker is what it keeps out). nullopt when a broker lacks DescribeGroups v5.
+  // admin worker is what it keeps out). nullopt when a broker lacks DescribeGroups v5 or the
+  // TLS settings do not load in lagsight's own client.
   std::optional<std::vector<GroupDescription>> DescribeClassicGroups(
       const std::vector<std::string>& ids, std::chrono::milliseconds timeout);
 

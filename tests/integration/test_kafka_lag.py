@@ -329,6 +329,8 @@ def test_group_coordinator_moving_to_another_broker(own_broker, start_lagsight, 
         workload.create_topic(bootstrap, topic, 2)
         workload.produce(bootstrap, topic, [6, 5])
         workload.commit_without_joining(bootstrap, group, {(topic, 0): 2, (topic, 1): 5})
+        # A classic group too: lagsight's own DescribeGroups must find its new coordinator.
+        workload.make_empty_group(bootstrap, f"{prefix}-classic-empty", [topic], commit_at=3)
         lagsight = start_lagsight(
             bootstrap, kafka_settings={"batched_offset_fetch": batched_offset_fetch})
         cluster = lagsight.cluster
