@@ -361,7 +361,8 @@ def test_minimal_acls_are_enough(cluster_logs, start_lagsight, kafka_version, li
     if mechanism == "SCRAM-SHA-512":
         assert ("own Kafka clients do not connect (SASL mechanism SCRAM-SHA-512 (lagsight's own "
                 "clients speak PLAIN only)): KIP-848 members, share and streams groups are not "
-                "read, and committed offsets are read one request per group") in log, log
+                "read, classic groups are described through librdkafka, and committed offsets "
+                "are read one request per group") in log, log
     else:
         assert "committed offsets read with batched OffsetFetch requests (KIP-709)" in log, log
 
